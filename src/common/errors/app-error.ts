@@ -1,0 +1,60 @@
+import { ERROR_STATUS, ErrorCode } from './error-codes';
+
+/** A domain error with a stable code (D18); the exception filter turns it into the envelope (D17). */
+export class AppError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: unknown = null,
+    /** Extra top-level body keys, e.g. `entityCode` on profile-loader 404s (D17). */
+    readonly extras: Record<string, unknown> = {},
+    /** Extra response headers, e.g. Retry-After on 429. */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = new.target.name;
+    this.status = ERROR_STATUS[code];
+  }
+}
+
+export interface FieldError {
+  field: string;
+  error: string;
+}
+
+export class ValidationError extends AppError {
+  constructor(message: string, details: unknown = null) {
+    super('VALIDATION_ERROR', message, details);
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(message = 'Not found', details: unknown = null, extras: Record<string, unknown> = {}) {
+    super('NOT_FOUND', message, details, extras);
+  }
+}
+
+export class ConflictError extends AppError {
+  constructor(message: string, details: unknown = null) {
+    super('CONFLICT', message, details);
+  }
+}
+
+export class AuthorizationError extends AppError {
+  constructor(message = 'Forbidden', code: 'FORBIDDEN' | 'TENANT_MISMATCH' | 'FEATURE_DISABLED' = 'FORBIDDEN') {
+    super(code, message);
+  }
+}
+
+export class ServiceError extends AppError {
+  constructor(message = 'Internal error') {
+    super('SERVICE_ERROR', message);
+  }
+}
+
+export class NotReadyError extends AppError {
+  constructor(flags: Record<string, boolean>) {
+    super('NOT_READY', 'Service is starting up and not ready yet', flags, {}, { 'Retry-After': '5' });
+  }
+}

@@ -1,0 +1,53 @@
+/** Stable error codes and their HTTP statuses (D18). */
+export const ERROR_STATUS = {
+  VALIDATION_ERROR: 400,
+  UNAUTHORIZED: 401,
+  TOKEN_INVALID: 401,
+  TOKEN_EXPIRED: 401,
+  TOKEN_REVOKED: 401,
+  INVALID_CREDENTIALS: 401,
+  FORBIDDEN: 403,
+  TENANT_MISMATCH: 403,
+  FEATURE_DISABLED: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  SERVICE_ERROR: 500,
+  NOT_IMPLEMENTED: 501,
+  NOT_READY: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** The code used for an HTTP status when nothing more specific is known. */
+export function codeForStatus(status: number): ErrorCode {
+  switch (status) {
+    case 400:
+      return 'VALIDATION_ERROR';
+    case 401:
+      return 'UNAUTHORIZED';
+    case 403:
+      return 'FORBIDDEN';
+    case 404:
+      return 'NOT_FOUND';
+    case 405:
+      return 'METHOD_NOT_ALLOWED';
+    case 409:
+      return 'CONFLICT';
+    case 413:
+      return 'PAYLOAD_TOO_LARGE';
+    case 415:
+      return 'UNSUPPORTED_MEDIA_TYPE';
+    case 429:
+      return 'RATE_LIMITED';
+    case 501:
+      return 'NOT_IMPLEMENTED';
+    case 503:
+      return 'NOT_READY';
+    default:
+      return status >= 400 && status < 500 ? 'VALIDATION_ERROR' : 'SERVICE_ERROR';
+  }
+}

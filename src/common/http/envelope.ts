@@ -1,0 +1,50 @@
+import { ErrorCode } from '../errors/error-codes';
+
+export interface Meta {
+  timestamp: string;
+  requestId: string;
+}
+
+export interface SuccessBody<T> {
+  success: true;
+  data: T;
+  meta: Meta;
+  [extra: string]: unknown;
+}
+
+export interface ErrorBody {
+  success: false;
+  message: string;
+  error: { code: ErrorCode; message: string; details: unknown };
+  meta: Meta;
+  [extra: string]: unknown;
+}
+
+export function meta(requestId: string): Meta {
+  return { timestamp: new Date().toISOString(), requestId };
+}
+
+/**
+ * A handler result that carries top-level keys besides `data` (D16: `pagination` on dataview data,
+ * `deletedAt` on delete). The envelope interceptor spreads `extras` beside `data`.
+ */
+export class Enveloped<T> {
+  constructor(
+    readonly data: T,
+    readonly extras: Record<string, unknown> = {},
+  ) {}
+}
+
+export function successBody<T>(data: T, requestId: string, extras: Record<string, unknown> = {}): SuccessBody<T> {
+  return { success: true, data, ...extras, meta: meta(requestId) };
+}
+
+export function errorBody(
+  code: ErrorCode,
+  message: string,
+  details: unknown,
+  requestId: string,
+  extras: Record<string, unknown> = {},
+): ErrorBody {
+  return { success: false, message, ...extras, error: { code, message, details: details ?? null }, meta: meta(requestId) };
+}
