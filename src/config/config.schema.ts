@@ -28,7 +28,13 @@ export interface DatabaseConfig {
 export interface AppConfig {
   nodeEnv: NodeEnv;
   isProduction: boolean;
-  api: { host: string; port: number; publicUrl: string | undefined; bodyLimitBytes: number; shutdownTimeoutMs: number };
+  api: {
+    host: string;
+    port: number;
+    publicUrl: string | undefined;
+    bodyLimitBytes: number;
+    shutdownTimeoutMs: number;
+  };
   log: { level: LogLevel; pretty: boolean };
   db: DatabaseConfig;
   cache: { url: string | undefined; keyPrefix: string; startupMaxAttempts: number; startupRetryMs: number };
@@ -55,45 +61,118 @@ export const VARIABLES: readonly VariableSpec[] = [
   { name: 'NODE_ENV', default: 'development', description: 'development | production | test' },
   { name: 'API_HOST', default: '0.0.0.0', description: 'Interface the HTTP server binds to' },
   { name: 'API_PORT', default: '8008', description: 'HTTP port (spec §8)' },
-  { name: 'PUBLIC_URL', description: 'URL printed in the banner and docs; defaults to http://localhost:API_PORT' },
+  {
+    name: 'PUBLIC_URL',
+    description: 'URL printed in the banner and docs; defaults to http://localhost:API_PORT',
+  },
   { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error' },
-  { name: 'LOG_FORMAT', default: 'auto', description: 'json | pretty | auto (pretty on a terminal outside production)' },
+  {
+    name: 'LOG_FORMAT',
+    default: 'auto',
+    description: 'json | pretty | auto (pretty on a terminal outside production)',
+  },
   { name: 'DB_TYPE', default: 'sqlite', description: 'sqlite | postgres | mariadb | mysql | mssql (D1)' },
   { name: 'DB_HOST', default: '127.0.0.1', description: 'Database host (server dialects)' },
   { name: 'DB_PORT', description: 'Database port; defaults to 5432 / 3306 / 1433 by dialect' },
   { name: 'DB_USER', description: 'Database user; defaults to postgres / root / sa by dialect' },
   { name: 'DB_PASSWORD', default: '', description: 'Database password', secret: true },
-  { name: 'DB_NAME', description: 'Database name; for sqlite the file (default ./data/app.sqlite, else mtb)' },
+  {
+    name: 'DB_NAME',
+    description: 'Database name; for sqlite the file (default ./data/app.sqlite, else mtb)',
+  },
   { name: 'DB_RUN_MIGRATIONS', default: 'true', description: 'Run pending migrations at start-up' },
   { name: 'DB_POOL_MAX', default: '100', description: 'Connection pool maximum (spec §8 example)' },
   { name: 'DB_POOL_MIN', default: '10', description: 'Connection pool minimum' },
   { name: 'DB_POOL_IDLE_TIMEOUT_MS', default: '30000', description: 'Idle connection timeout' },
   { name: 'DB_POOL_ACQUIRE_TIMEOUT_MS', default: '60000', description: 'Pool acquire timeout' },
   { name: 'DB_ENCRYPT', default: 'true', description: 'SQL Server: encrypt the connection' },
-  { name: 'DB_TRUST_SERVER_CERTIFICATE', default: 'false', description: 'SQL Server: accept a self-signed certificate' },
+  {
+    name: 'DB_TRUST_SERVER_CERTIFICATE',
+    default: 'false',
+    description: 'SQL Server: accept a self-signed certificate',
+  },
   { name: 'SQL_CONNECTION_TIMEOUT', default: '120000', description: 'Per connect attempt, ms' },
-  { name: 'SQL_CONNECT_MAX_ATTEMPTS', default: '25', description: 'Connect attempts on transient errors, with backoff' },
-  { name: 'SQL_CONCURRENT_WAIT_TIMEOUT_MS', default: '180000', description: 'Wait for a connect already in progress, ms' },
-  { name: 'SQL_RESUME_MAX_WAIT_MS', default: '180000', description: 'Total time the externalDbs routine may retry, ms' },
-  { name: 'SQL_EXTERNAL_CONNECT_TIMEOUT_MS', description: 'Connect timeout for external connections; falls back to SQL_CONNECTION_TIMEOUT' },
-  { name: 'CACHE_URL', description: 'redis://host:port/db for Redis; unset = in-process cache (D2)', secret: true },
+  {
+    name: 'SQL_CONNECT_MAX_ATTEMPTS',
+    default: '25',
+    description: 'Connect attempts on transient errors, with backoff',
+  },
+  {
+    name: 'SQL_CONCURRENT_WAIT_TIMEOUT_MS',
+    default: '180000',
+    description: 'Wait for a connect already in progress, ms',
+  },
+  {
+    name: 'SQL_RESUME_MAX_WAIT_MS',
+    default: '180000',
+    description: 'Total time the externalDbs routine may retry, ms',
+  },
+  {
+    name: 'SQL_EXTERNAL_CONNECT_TIMEOUT_MS',
+    description: 'Connect timeout for external connections; falls back to SQL_CONNECTION_TIMEOUT',
+  },
+  {
+    name: 'CACHE_URL',
+    description: 'redis://host:port/db for Redis; unset = in-process cache (D2)',
+    secret: true,
+  },
   { name: 'CACHE_KEY_PREFIX', default: 'mtb', description: 'Prefix of every cache key (D2)' },
-  { name: 'CACHE_STARTUP_MAX_ATTEMPTS', default: '20', description: 'Connect + PING attempts at start-up (spec §3.3)' },
-  { name: 'CACHE_STARTUP_RETRY_MS', default: '500', description: 'First retry delay of the cache start-up loop (doubles, max 5 s)' },
-  { name: 'JWT_SECRET', description: 'HS256 secret, at least 32 bytes outside development (D13)', secret: true },
+  {
+    name: 'CACHE_STARTUP_MAX_ATTEMPTS',
+    default: '20',
+    description: 'Connect + PING attempts at start-up (spec §3.3)',
+  },
+  {
+    name: 'CACHE_STARTUP_RETRY_MS',
+    default: '500',
+    description: 'First retry delay of the cache start-up loop (doubles, max 5 s)',
+  },
+  {
+    name: 'JWT_SECRET',
+    description: 'HS256 secret, at least 32 bytes outside development (D13)',
+    secret: true,
+  },
   { name: 'JWT_EXPIRES_IN', default: '24h', description: 'Token lifetime: seconds or 30m / 24h / 7d' },
-  { name: 'TENANT_ENCRYPTION_KEY', description: '32-byte key, 64 hex chars or base64; shared with the proxy (D5)', secret: true },
-  { name: 'CONNECTION_ENCRYPTION_KEY', description: 'Key for app_connections strings; falls back to TENANT_ENCRYPTION_KEY (D3)', secret: true },
-  { name: 'TENANT_HEADER_MAX_AGE_S', default: '0', description: 'Reject tenant headers older than this; 0 = off (D6)' },
+  {
+    name: 'TENANT_ENCRYPTION_KEY',
+    description: '32-byte key, 64 hex chars or base64; shared with the proxy (D5)',
+    secret: true,
+  },
+  {
+    name: 'CONNECTION_ENCRYPTION_KEY',
+    description: 'Key for app_connections strings; falls back to TENANT_ENCRYPTION_KEY (D3)',
+    secret: true,
+  },
+  {
+    name: 'TENANT_HEADER_MAX_AGE_S',
+    default: '0',
+    description: 'Reject tenant headers older than this; 0 = off (D6)',
+  },
   { name: 'RATE_LIMIT_POINTS', default: '1000', description: 'Requests per tenant per window (D39)' },
   { name: 'RATE_LIMIT_WINDOW_S', default: '10', description: 'Rate-limit window, seconds (D39)' },
   { name: 'BODY_LIMIT_BYTES', default: '1048576', description: 'Largest request body; larger → 413 (D39)' },
   { name: 'EXPORT_TTL_S', default: '3600', description: 'How long exports stay downloadable (D32)' },
-  { name: 'EXPORT_DIR', default: './data/exports', description: 'Where exports are kept in the embedded default (D32)' },
+  {
+    name: 'EXPORT_DIR',
+    default: './data/exports',
+    description: 'Where exports are kept in the embedded default (D32)',
+  },
   { name: 'SMTP_URL', description: 'smtp://user:pass@host:port for sign-up mail (D15)', secret: true },
-  { name: 'SEED_DEMO', default: 'auto', description: 'Seed DEMO.md data at start-up: auto (embedded sqlite outside production) | true | false' },
-  { name: 'DEMO_PASSWORD', description: 'Password of the demo users; required to seed in production', secret: true },
-  { name: 'SHUTDOWN_TIMEOUT_MS', default: '10000', description: 'Longest graceful shutdown before the process exits' },
+  {
+    name: 'SEED_DEMO',
+    default: 'auto',
+    description: 'Seed DEMO.md data at start-up: auto (embedded sqlite outside production) | true | false',
+  },
+  {
+    name: 'DEMO_PASSWORD',
+    description: 'Password of the demo users; required to seed in production',
+    secret: true,
+  },
+  {
+    name: 'SHUTDOWN_TIMEOUT_MS',
+    default: '10000',
+    description: 'Longest graceful shutdown before the process exits',
+  },
   { name: 'METRICS_ENABLED', default: 'true', description: 'Serve Prometheus metrics at /metrics' },
 ];
 
@@ -106,8 +185,20 @@ export class ConfigValidationError extends Error {
 
 type Env = Record<string, string | undefined>;
 
-const DEFAULT_PORTS: Record<DbType, number> = { sqlite: 0, postgres: 5432, mariadb: 3306, mysql: 3306, mssql: 1433 };
-const DEFAULT_USERS: Record<DbType, string> = { sqlite: '', postgres: 'postgres', mariadb: 'root', mysql: 'root', mssql: 'sa' };
+const DEFAULT_PORTS: Record<DbType, number> = {
+  sqlite: 0,
+  postgres: 5432,
+  mariadb: 3306,
+  mysql: 3306,
+  mssql: 1433,
+};
+const DEFAULT_USERS: Record<DbType, string> = {
+  sqlite: '',
+  postgres: 'postgres',
+  mariadb: 'root',
+  mysql: 'root',
+  mssql: 'sa',
+};
 
 /** Parses `30`, `30s`, `15m`, `24h`, `7d` into seconds; undefined when malformed. */
 export function parseDurationSeconds(value: string): number | undefined {
@@ -222,7 +313,9 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
 
   const jwtExpiresIn = r.str('JWT_EXPIRES_IN') ?? '24h';
   if (parseDurationSeconds(jwtExpiresIn) === undefined) {
-    r.problems.push(`JWT_EXPIRES_IN: must be seconds or a duration such as 30m, 24h, 7d (got "${jwtExpiresIn}")`);
+    r.problems.push(
+      `JWT_EXPIRES_IN: must be seconds or a duration such as 30m, 24h, 7d (got "${jwtExpiresIn}")`,
+    );
   }
 
   const cacheUrl = r.str('CACHE_URL');
@@ -230,7 +323,8 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     r.problems.push('CACHE_URL: must start with redis:// or rediss://');
   }
   const smtpUrl = r.str('SMTP_URL');
-  if (smtpUrl && !/^smtps?:\/\/./.test(smtpUrl)) r.problems.push('SMTP_URL: must start with smtp:// or smtps://');
+  if (smtpUrl && !/^smtps?:\/\/./.test(smtpUrl))
+    r.problems.push('SMTP_URL: must start with smtp:// or smtps://');
 
   const seedRaw = r.oneOf('SEED_DEMO', ['auto', 'true', 'false']);
   const demoPassword = r.str('DEMO_PASSWORD');
@@ -275,7 +369,10 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       connectMaxAttempts: r.int('SQL_CONNECT_MAX_ATTEMPTS', { min: 1 }),
       concurrentWaitTimeoutMs: r.int('SQL_CONCURRENT_WAIT_TIMEOUT_MS', { min: 0 }),
       resumeMaxWaitMs: r.int('SQL_RESUME_MAX_WAIT_MS', { min: 0 }),
-      externalConnectTimeoutMs: r.int('SQL_EXTERNAL_CONNECT_TIMEOUT_MS', { min: 1, fallback: connectionTimeoutMs }),
+      externalConnectTimeoutMs: r.int('SQL_EXTERNAL_CONNECT_TIMEOUT_MS', {
+        min: 1,
+        fallback: connectionTimeoutMs,
+      }),
     },
     cache: {
       url: cacheUrl,
@@ -288,8 +385,14 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       jwtExpiresIn,
       tenantHeaderMaxAgeS: r.int('TENANT_HEADER_MAX_AGE_S', { min: 0 }),
     },
-    crypto: { tenantEncryptionKey: tenantKey ?? '', connectionEncryptionKey: connectionKey ?? tenantKey ?? '' },
-    rateLimit: { points: r.int('RATE_LIMIT_POINTS', { min: 1 }), windowS: r.int('RATE_LIMIT_WINDOW_S', { min: 1 }) },
+    crypto: {
+      tenantEncryptionKey: tenantKey ?? '',
+      connectionEncryptionKey: connectionKey ?? tenantKey ?? '',
+    },
+    rateLimit: {
+      points: r.int('RATE_LIMIT_POINTS', { min: 1 }),
+      windowS: r.int('RATE_LIMIT_WINDOW_S', { min: 1 }),
+    },
     exports: { ttlS: r.int('EXPORT_TTL_S', { min: 1 }), dir: r.str('EXPORT_DIR') ?? './data/exports' },
     smtpUrl,
     demo: { seed, password: demoPassword },

@@ -8,8 +8,11 @@ import { AppConfig, loadConfig } from './config.schema';
  */
 export function configFromProcessEnv(overrides: Record<string, string | undefined> = {}): AppConfig {
   if (existsSync('.env')) process.loadEnvFile('.env');
-  return loadConfig({ ...process.env, ...overrides }, {
-    devSecrets: loadOrCreateDevSecrets,
-    isTty: process.stdout.isTTY === true,
-  });
+  return loadConfig(
+    { ...process.env, ...overrides },
+    {
+      devSecrets: loadOrCreateDevSecrets,
+      isTty: process.stdout.isTTY === true,
+    },
+  );
 }

@@ -8,7 +8,12 @@ export const MIGRATIONS_TABLE = 'app_migrations';
 
 /** TypeORM options for one DB_TYPE (D1). Schema comes only from migrations: synchronize stays off. */
 export function dataSourceOptions(db: DatabaseConfig): DataSourceOptions {
-  const common = { synchronize: false, logging: false, migrations: MIGRATIONS, migrationsTableName: MIGRATIONS_TABLE } as const;
+  const common = {
+    synchronize: false,
+    logging: false,
+    migrations: MIGRATIONS,
+    migrationsTableName: MIGRATIONS_TABLE,
+  } as const;
   switch (db.type) {
     case 'sqlite':
       if (db.name !== ':memory:') mkdirSync(dirname(db.name), { recursive: true });
@@ -91,27 +96,27 @@ export async function ensureDatabaseExists(db: DatabaseConfig): Promise<boolean>
   const ds = createDataSource(admin);
   await ds.initialize();
   try {
-    const qr = ds.createQueryRunner();
-    try {
-      if (db.type === 'postgres') {
-        const rows: unknown[] = await qr.query('SELECT 1 FROM pg_database WHERE datname = $1', [db.name]);
-        if (rows.length > 0) return false;
-        await qr.query(`CREATE DATABASE ${ds.driver.escape(db.name)}`);
-        return true;
-      }
-      if (db.type === 'mssql') {
-        const rows: unknown[] = await qr.query('SELECT 1 AS x WHERE DB_ID(@0) IS NOT NULL', [db.name]);
-        if (rows.length > 0) return false;
-        await qr.query(`CREATE DATABASE ${ds.driver.escape(db.name)}`);
-        return true;
-      }
-      const rows: unknown[] = await qr.query('SELECT 1 FROM information_schema.schemata WHERE schema_name = ?', [db.name]);
+    if (db.type === 'postgres') {
+      const rows = await ds.query<unknown[]>('SELECT 1 FROM pg_database WHERE datname = $1', [db.name]);
       if (rows.length > 0) return false;
-      await qr.query(`CREATE DATABASE ${ds.driver.escape(db.name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+      await ds.query(`CREATE DATABASE ${ds.driver.escape(db.name)}`);
       return true;
-    } finally {
-      await qr.release();
     }
+    if (db.type === 'mssql') {
+      const rows = await ds.query<unknown[]>('SELECT 1 AS x WHERE DB_ID(@0) IS NOT NULL', [db.name]);
+      if (rows.length > 0) return false;
+      await ds.query(`CREATE DATABASE ${ds.driver.escape(db.name)}`);
+      return true;
+    }
+    const rows = await ds.query<unknown[]>(
+      'SELECT 1 FROM information_schema.schemata WHERE schema_name = ?',
+      [db.name],
+    );
+    if (rows.length > 0) return false;
+    await ds.query(
+      `CREATE DATABASE ${ds.driver.escape(db.name)} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
+    );
+    return true;
   } finally {
     await ds.destroy();
   }

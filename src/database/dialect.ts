@@ -28,7 +28,7 @@ export function dialectOf(driverType: string): Dialect {
   }
 }
 
-type ColumnType = Pick<TableColumnOptions, 'type' | 'length' | 'precision' | 'scale' | 'width'>;
+type ColumnType = Pick<TableColumnOptions, 'type' | 'length' | 'precision' | 'scale'>;
 
 /** Column types per dialect: JSON as text (NVARCHAR(MAX) on SQL Server, D1), BIT, ms timestamps (D4). */
 export interface DialectTypes {
@@ -76,7 +76,7 @@ export function dialectTypes(dialect: Dialect): DialectTypes {
         string: (length) => ({ type: 'varchar', length: String(length) }),
         json: { type: 'longtext' },
         longText: { type: 'longtext' },
-        bool: { type: 'tinyint', width: 1 },
+        bool: { type: 'tinyint' },
         timestamp: { type: 'datetime', precision: 3 },
       };
     case 'sqlite':

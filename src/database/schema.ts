@@ -38,8 +38,18 @@ export interface TableDef {
 }
 
 const id = (p: string): ColumnDef => ({ name: `${p}_id`, kind: 'id' });
-const str = (name: string, length: number, nullable = true): ColumnDef => ({ name, kind: 'string', length, nullable });
-const int = (name: string, nullable = true, def?: number): ColumnDef => ({ name, kind: 'int', nullable, default: def });
+const str = (name: string, length: number, nullable = true): ColumnDef => ({
+  name,
+  kind: 'string',
+  length,
+  nullable,
+});
+const int = (name: string, nullable = true, def?: number): ColumnDef => ({
+  name,
+  kind: 'int',
+  nullable,
+  default: def,
+});
 const json = (name: string): ColumnDef => ({ name, kind: 'json', nullable: true });
 const text = (name: string): ColumnDef => ({ name, kind: 'text', nullable: true });
 const ts = (name: string, nullable = true): ColumnDef => ({ name, kind: 'timestamp', nullable });
@@ -60,7 +70,11 @@ export function conventionColumns(p: string, tenant: TenantColumn): ColumnDef[] 
   return cols;
 }
 
-const tenantFk = (p: string): ForeignKeyDef => ({ column: `${p}_tenant_id`, table: 'app_tenants', refColumn: 'tnt_id' });
+const tenantFk = (p: string): ForeignKeyDef => ({
+  column: `${p}_tenant_id`,
+  table: 'app_tenants',
+  refColumn: 'tnt_id',
+});
 
 export const TABLES: readonly TableDef[] = [
   {
@@ -193,7 +207,12 @@ export const TABLES: readonly TableDef[] = [
   {
     name: 'app_navigation_configs',
     prefix: 'nav',
-    columns: [id('nav'), str('nav_code', 100, false), json('nav_structure'), ...conventionColumns('nav', 'nullable')],
+    columns: [
+      id('nav'),
+      str('nav_code', 100, false),
+      json('nav_structure'),
+      ...conventionColumns('nav', 'nullable'),
+    ],
     indices: [{ columns: ['nav_code', 'nav_tenant_id'] }],
   },
   {
@@ -340,7 +359,10 @@ export const TABLES: readonly TableDef[] = [
       ...conventionColumns('ord', 'required'),
     ],
     indices: [{ columns: ['ord_tenant_id', 'ord_customer_id'] }],
-    foreignKeys: [tenantFk('ord'), { column: 'ord_customer_id', table: 'demo_customers', refColumn: 'cus_id' }],
+    foreignKeys: [
+      tenantFk('ord'),
+      { column: 'ord_customer_id', table: 'demo_customers', refColumn: 'cus_id' },
+    ],
   },
 ];
 
@@ -349,7 +371,14 @@ function columnOptions(col: ColumnDef, dialect: Dialect): TableColumnOptions {
   const base = { name: col.name, isNullable: col.nullable ?? false };
   switch (col.kind) {
     case 'id':
-      return { ...base, ...t.id, isNullable: false, isPrimary: true, isGenerated: true, generationStrategy: 'increment' };
+      return {
+        ...base,
+        ...t.id,
+        isNullable: false,
+        isPrimary: true,
+        isGenerated: true,
+        generationStrategy: 'increment',
+      };
     case 'int':
       return { ...base, ...t.int, default: col.default };
     case 'string':
@@ -359,7 +388,14 @@ function columnOptions(col: ColumnDef, dialect: Dialect): TableColumnOptions {
     case 'text':
       return { ...base, ...t.longText };
     case 'bool':
-      return { ...base, ...t.bool, default: col.default === undefined ? undefined : boolLiteral(dialect, col.default) };
+      return {
+        ...base,
+        ...t.bool,
+        default:
+          col.default === undefined
+            ? undefined
+            : boolLiteral(dialect, col.default === 'true' ? 'true' : 'false'),
+      };
     case 'decimal':
       return { ...base, ...t.decimal(col.precision ?? 12, col.scale ?? 2) };
     case 'date':

@@ -30,7 +30,9 @@ describe('InitialSchema migration', () => {
   });
 
   it('should refuse a second user with the same e-mail in one tenant, but allow it in another', async () => {
-    await ds.query(`INSERT INTO app_tenants (tnt_tenant_code, tnt_tenant_name) VALUES ('ua', 'A'), ('ub', 'B')`);
+    await ds.query(
+      `INSERT INTO app_tenants (tnt_tenant_code, tnt_tenant_name) VALUES ('ua', 'A'), ('ub', 'B')`,
+    );
     const ids: Array<{ tnt_id: number }> = await ds.query(
       `SELECT tnt_id FROM app_tenants WHERE tnt_tenant_code IN ('ua', 'ub') ORDER BY tnt_tenant_code`,
     );

@@ -39,16 +39,36 @@ export interface TestDatabase {
  * A database of its own for one test file (STYLE: files run in any order). Refuses any database
  * whose name lacks "test", so a test can never touch a real one.
  */
-export async function createTestDatabase(label: string, dialect: TestDialect = testDialect()): Promise<TestDatabase> {
-  const safe = label.toLowerCase().replace(/[^a-z0-9]+/g, '_').slice(0, 30);
+export async function createTestDatabase(
+  label: string,
+  dialect: TestDialect = testDialect(),
+): Promise<TestDatabase> {
+  const safe = label
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .slice(0, 30);
   const name = `mtb_test_${safe}_${randomBytes(3).toString('hex')}`;
   if (!name.includes('test')) throw new Error(`Refusing to use database ${name}: its name lacks "test"`);
   const env: Record<string, string> =
     dialect === 'sqlite'
       ? { DB_TYPE: 'sqlite', DB_NAME: join(tmpdir(), `${name}.sqlite`) }
       : dialect === 'postgres'
-        ? { DB_TYPE: 'postgres', DB_HOST: '127.0.0.1', DB_PORT: '5432', DB_USER: 'postgres', DB_PASSWORD: '', DB_NAME: name }
-        : { DB_TYPE: 'mariadb', DB_HOST: '127.0.0.1', DB_PORT: '3306', DB_USER: 'root', DB_PASSWORD: '', DB_NAME: name };
+        ? {
+            DB_TYPE: 'postgres',
+            DB_HOST: '127.0.0.1',
+            DB_PORT: '5432',
+            DB_USER: 'postgres',
+            DB_PASSWORD: '',
+            DB_NAME: name,
+          }
+        : {
+            DB_TYPE: 'mariadb',
+            DB_HOST: '127.0.0.1',
+            DB_PORT: '3306',
+            DB_USER: 'root',
+            DB_PASSWORD: '',
+            DB_NAME: name,
+          };
   env.DB_POOL_MAX = '5';
   env.DB_POOL_MIN = '0';
   const config = loadConfig({ ...TEST_SECRETS, NODE_ENV: 'test', ...env }).db;

@@ -42,7 +42,10 @@ export class ConflictError extends AppError {
 }
 
 export class AuthorizationError extends AppError {
-  constructor(message = 'Forbidden', code: 'FORBIDDEN' | 'TENANT_MISMATCH' | 'FEATURE_DISABLED' = 'FORBIDDEN') {
+  constructor(
+    message = 'Forbidden',
+    code: 'FORBIDDEN' | 'TENANT_MISMATCH' | 'FEATURE_DISABLED' = 'FORBIDDEN',
+  ) {
     super(code, message);
   }
 }

@@ -25,15 +25,20 @@ const FASTIFY_MESSAGES: Record<string, string> = {
 /** Maps anything thrown to the error envelope of D17 with a code of D18. */
 export function translateError(err: unknown): Translated {
   if (err instanceof AppError) {
-    return { status: err.status, code: err.code, message: err.message, details: err.details, extras: err.extras, headers: err.headers };
+    return {
+      status: err.status,
+      code: err.code,
+      message: err.message,
+      details: err.details,
+      extras: err.extras,
+      headers: err.headers,
+    };
   }
   if (err instanceof HttpException) {
     const status = err.getStatus();
     const response = err.getResponse();
     const details =
-      typeof response === 'object' && response !== null && 'details' in response
-        ? (response as { details: unknown }).details
-        : null;
+      typeof response === 'object' && response !== null && 'details' in response ? response.details : null;
     const message = status === 404 && /^Cannot /.test(err.message) ? 'Route not found' : err.message;
     return { status, code: codeForStatus(status), message, details, unexpected: status >= 500 };
   }
@@ -42,7 +47,8 @@ export function translateError(err: unknown): Translated {
     const status = err.statusCode;
     if (status >= 400 && status < 500) {
       const isJsonSyntax = err instanceof SyntaxError || /JSON/.test(err.message);
-      const message = FASTIFY_MESSAGES[err.code ?? ''] ?? (isJsonSyntax ? 'Malformed JSON body' : 'Bad request');
+      const message =
+        FASTIFY_MESSAGES[err.code ?? ''] ?? (isJsonSyntax ? 'Malformed JSON body' : 'Bad request');
       return { status, code: codeForStatus(status), message, details: null };
     }
   }
@@ -67,7 +73,12 @@ export class AllExceptionsFilter implements ExceptionFilter {
 }
 
 /** Shared by the Nest filter and Fastify's own error handler (errors before routing). */
-export function sendError(reply: FastifyReply, request: FastifyRequest, exception: unknown, logger: Logger): void {
+export function sendError(
+  reply: FastifyReply,
+  request: FastifyRequest,
+  exception: unknown,
+  logger: Logger,
+): void {
   const t = translateError(exception);
   if (t.unexpected) {
     logger.error({ err: exception, requestId: request.id, url: request.url }, 'Unhandled error');

@@ -11,15 +11,20 @@ export class EnvelopeInterceptor implements NestInterceptor {
   constructor(private readonly reflector: Reflector) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const raw = this.reflector.getAllAndOverride<boolean>(RAW_RESPONSE, [context.getHandler(), context.getClass()]);
+    const raw = this.reflector.getAllAndOverride<boolean>(RAW_RESPONSE, [
+      context.getHandler(),
+      context.getClass(),
+    ]);
     if (raw) return next.handle();
     const request = context.switchToHttp().getRequest<FastifyRequest>();
-    return next.handle().pipe(
-      map((result: unknown) =>
-        result instanceof Enveloped
-          ? successBody(result.data, request.id, result.extras)
-          : successBody(result ?? null, request.id),
-      ),
-    );
+    return next
+      .handle()
+      .pipe(
+        map((result: unknown) =>
+          result instanceof Enveloped
+            ? successBody(result.data, request.id, result.extras)
+            : successBody(result ?? null, request.id),
+        ),
+      );
   }
 }

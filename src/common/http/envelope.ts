@@ -35,7 +35,11 @@ export class Enveloped<T> {
   ) {}
 }
 
-export function successBody<T>(data: T, requestId: string, extras: Record<string, unknown> = {}): SuccessBody<T> {
+export function successBody<T>(
+  data: T,
+  requestId: string,
+  extras: Record<string, unknown> = {},
+): SuccessBody<T> {
   return { success: true, data, ...extras, meta: meta(requestId) };
 }
 
@@ -46,5 +50,11 @@ export function errorBody(
   requestId: string,
   extras: Record<string, unknown> = {},
 ): ErrorBody {
-  return { success: false, message, ...extras, error: { code, message, details: details ?? null }, meta: meta(requestId) };
+  return {
+    success: false,
+    message,
+    ...extras,
+    error: { code, message, details: details ?? null },
+    meta: meta(requestId),
+  };
 }

@@ -1,0 +1,53 @@
+import { DynamicModule, Module, Type } from '@nestjs/common';
+import { APP_FILTER, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { LoggerModule } from 'nestjs-pino';
+import { AuthModule } from './auth/auth.module';
+import { CacheModule } from './cache/cache.module';
+import { AllExceptionsFilter } from './common/http/all-exceptions.filter';
+import { EnvelopeInterceptor } from './common/http/envelope.interceptor';
+import { createValidationPipe } from './common/http/validation.pipe';
+import { pinoParams } from './common/logging';
+import type { AppConfig } from './config/config.schema';
+import { ConfigModule } from './config/config.module';
+import { DatabaseModule } from './database/database.module';
+import { DataviewModule } from './dataview/dataview.module';
+import { EntityModule } from './entity/entity.module';
+import { HealthModule } from './health/health.module';
+import { ProfileModule } from './profile/profile.module';
+import { RegistryModule } from './registry/registry.module';
+import { TenantModule } from './tenant/tenant.module';
+import { WorkflowModule } from './workflow/workflow.module';
+
+/**
+ * The root module. Cross-cutting behaviour (filter, envelope, validation, logging, Fastify hooks)
+ * is registered here, so every app built from it — tests included — has the same pipeline.
+ */
+@Module({})
+export class AppModule {
+  /** `extraModules`: modules added beside the product's (the e2e tests' probe routes). */
+  static forRoot(config: AppConfig, extraModules: Type[] = []): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        LoggerModule.forRoot(pinoParams(config)),
+        DatabaseModule,
+        CacheModule,
+        HealthModule,
+        TenantModule,
+        AuthModule,
+        RegistryModule,
+        ProfileModule,
+        EntityModule,
+        DataviewModule,
+        WorkflowModule,
+        ...extraModules,
+      ],
+      providers: [
+        { provide: APP_FILTER, useClass: AllExceptionsFilter },
+        { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
+        { provide: APP_PIPE, useFactory: createValidationPipe },
+      ],
+    };
+  }
+}

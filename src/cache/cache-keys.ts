@@ -1,0 +1,94 @@
+/**
+ * Key builder and TTL table (spec §4.3, §4.5, §8; D2, D27). Every key starts with CACHE_KEY_PREFIX.
+ * Tenant-scoped keys always carry the tenant id, so one tenant's entries can never answer another's.
+ */
+export type ConfigEntityType =
+  'registry' | 'profile' | 'page' | 'workflow' | 'dataview' | 'navigation' | 'valueset';
+
+const HOUR = 3600;
+
+/** Seconds; 0 = no expiry. */
+export const CACHE_TTL = {
+  registry: 24 * HOUR,
+  profile: 24 * HOUR,
+  page: 5 * HOUR,
+  workflow: 24 * HOUR,
+  dataview: 5 * HOUR,
+  navigation: 8 * HOUR,
+  valueset: 12 * HOUR,
+  /** Profile loader per-request cache (spec §4.3 rule 10). */
+  profileRequest: HOUR,
+  /** Startup profile catalog: no expiry until restart or reload (spec §4.5). */
+  profileCatalog: 0,
+  dataviewConfig: HOUR,
+  entityConfig: 5 * 60,
+  entityList: 300,
+} as const satisfies Record<string, number>;
+
+function part(value: string | number | null | undefined): string {
+  if (value === null || value === undefined) return 'system';
+  // Key parts come from configuration and validated ids; `:` and glob characters would let one
+  // key pattern match another's keys, so they are escaped.
+  return String(value).replace(/[:*?[\]\\\s]/g, (c) => `%${c.charCodeAt(0).toString(16)}`);
+}
+
+export class CacheKeys {
+  constructor(readonly prefix: string) {}
+
+  private key(...parts: Array<string | number | null | undefined>): string {
+    return [this.prefix, ...parts.map(part)].join(':');
+  }
+
+  /** `{prefix}:prf:{tenantId}:{entityCode}` (spec §4.3 rule 3). */
+  profileRequest(tenantId: string | number, entityCode: string): string {
+    return this.key('prf', tenantId, entityCode);
+  }
+
+  /** Pattern over every tenant's profile-loader entry of one entity (invalidateEntityCache). */
+  profileRequestAllTenants(entityCode: string): string {
+    return `${this.prefix}:prf:*:${part(entityCode)}`;
+  }
+
+  /** `{prefix}:profile:{PRF_CODE}` (spec §4.5). */
+  profileCatalog(prfCode: string): string {
+    return this.key('profile', prfCode);
+  }
+
+  profileCatalogAll(): string {
+    return `${this.prefix}:profile:*`;
+  }
+
+  /** `{prefix}:{entityType}:{tenantId}:{code}` (spec §8). */
+  config(type: ConfigEntityType, tenantId: string | number | null, code: string): string {
+    return this.key(type, tenantId, code);
+  }
+
+  /** `{prefix}:dataview:{tenantId}:{id}` (spec §8). */
+  dataviewConfig(tenantId: string | number, id: string | number): string {
+    return this.key('dataview', tenantId, id);
+  }
+
+  /** `{prefix}:config:{entityCode}:{tenantId}` (spec §8). */
+  entityConfig(entityCode: string, tenantId: string | number): string {
+    return this.key('config', entityCode, tenantId);
+  }
+
+  /** `{prefix}:list:{tenantId}:{entityCode}:{hash}` (D27). */
+  entityList(tenantId: string | number, entityCode: string, queryHash: string): string {
+    return this.key('list', tenantId, entityCode, queryHash);
+  }
+
+  entityListAll(tenantId: string | number, entityCode: string): string {
+    return `${this.prefix}:list:${part(tenantId)}:${part(entityCode)}:*`;
+  }
+
+  /** Everything of this service, for a full clear. */
+  all(): string {
+    return `${this.prefix}:*`;
+  }
+
+  /** `{prefix}:events:collection` (D37). */
+  collectionChannel(): string {
+    return this.key('events', 'collection');
+  }
+}

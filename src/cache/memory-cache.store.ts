@@ -1,0 +1,94 @@
+import { CacheStore } from './cache-store';
+
+interface Entry {
+  value: string;
+  /** Epoch ms; undefined = no expiry. */
+  expiresAt?: number;
+}
+
+export function globToRegExp(pattern: string): RegExp {
+  const escaped = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
+  return new RegExp(`^${escaped}$`);
+}
+
+/** The embedded default's cache (D2): a Map with Redis-like expiry, swept lazily and periodically. */
+export class MemoryCacheStore implements CacheStore {
+  readonly kind = 'memory' as const;
+  private readonly entries = new Map<string, Entry>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(
+    sweepIntervalMs = 60_000,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.sweeper = setInterval(() => this.sweep(), sweepIntervalMs);
+    this.sweeper.unref();
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private live(key: string): Entry | undefined {
+    const e = this.entries.get(key);
+    if (!e) return undefined;
+    if (e.expiresAt !== undefined && e.expiresAt <= this.now()) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return e;
+  }
+
+  async get(key: string): Promise<string | null> {
+    return this.live(key)?.value ?? null;
+  }
+
+  async set(key: string, value: string, ttlSeconds?: number): Promise<void> {
+    this.entries.set(key, { value, expiresAt: ttlSeconds ? this.now() + ttlSeconds * 1000 : undefined });
+  }
+
+  async del(keys: string[]): Promise<number> {
+    let n = 0;
+    for (const k of keys) if (this.live(k) && this.entries.delete(k)) n++;
+    return n;
+  }
+
+  async keys(pattern: string): Promise<string[]> {
+    const re = globToRegExp(pattern);
+    return [...this.entries.keys()].filter((k) => re.test(k) && this.live(k) !== undefined);
+  }
+
+  async ttl(key: string): Promise<number> {
+    const e = this.live(key);
+    if (!e) return -2;
+    if (e.expiresAt === undefined) return -1;
+    return Math.ceil((e.expiresAt - this.now()) / 1000);
+  }
+
+  async incr(key: string, ttlSeconds?: number): Promise<number> {
+    const e = this.live(key);
+    const next = (e ? Number(e.value) || 0 : 0) + 1;
+    // Like INCR followed by EXPIRE NX: the window starts with the first increment.
+    const expiresAt = e ? e.expiresAt : ttlSeconds ? this.now() + ttlSeconds * 1000 : undefined;
+    this.entries.set(key, { value: String(next), expiresAt });
+    return next;
+  }
+
+  async ping(): Promise<string> {
+    return 'PONG';
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    this.entries.clear();
+  }
+
+  private sweep(): void {
+    const t = this.now();
+    for (const [k, e] of this.entries)
+      if (e.expiresAt !== undefined && e.expiresAt <= t) this.entries.delete(k);
+  }
+}

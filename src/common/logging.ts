@@ -1,0 +1,76 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Params } from 'nestjs-pino';
+import type { AppConfig } from '../config/config.schema';
+
+/** Paths whose requests are not logged: probes and metrics scrapes (STYLE). */
+const QUIET_PATHS = new Set(['/healthz', '/readyz', '/livez', '/metrics']);
+
+/** Secrets are redacted wherever they appear in a log line (STYLE, D13). */
+const SECRET_KEYS = [
+  'password',
+  'password_hash',
+  'usr_password_hash',
+  'token',
+  'otp',
+  'session',
+  'secret',
+  'jwtSecret',
+  'authorization',
+  'x-tenant-id',
+  'cookie',
+];
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers["x-tenant-id"]',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+  ...SECRET_KEYS.flatMap((k) => [`["${k}"]`, `*["${k}"]`, `*.*["${k}"]`, `*.*.*["${k}"]`]),
+];
+
+/** Request-scoped fields that guards put on the raw request for the access log. */
+export interface LogContext {
+  tenantId?: string;
+  userId?: string | number;
+}
+
+export function setLogContext(raw: IncomingMessage, ctx: LogContext): void {
+  Object.assign(raw as IncomingMessage & { logContext?: LogContext }, {
+    logContext: { ...(raw as IncomingMessage & { logContext?: LogContext }).logContext, ...ctx },
+  });
+}
+
+export function pinoParams(config: AppConfig): Params {
+  return {
+    pinoHttp: {
+      level: config.log.level,
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      transport: config.log.pretty
+        ? {
+            target: 'pino-pretty',
+            options: { singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
+          }
+        : undefined,
+      // Fastify's genReqId stores the id on the raw request; pino-http reuses req.id.
+      autoLogging: { ignore: (req: IncomingMessage) => QUIET_PATHS.has((req.url ?? '').split('?', 1)[0]) },
+      customProps: (req: IncomingMessage, _res: ServerResponse) => {
+        const ctx = (req as IncomingMessage & { logContext?: LogContext }).logContext ?? {};
+        return {
+          requestId: (req as IncomingMessage & { id?: string }).id,
+          tenantId: ctx.tenantId,
+          userId: ctx.userId,
+        };
+      },
+      serializers: {
+        req: (req: { id?: string; method?: string; url?: string }) => ({
+          id: req.id,
+          method: req.method,
+          url: req.url,
+        }),
+        res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
+      },
+      customSuccessMessage: (req, res, responseTime) =>
+        `${req.method} ${req.url} ${res.statusCode} ${responseTime}ms`,
+      customErrorMessage: (req, res) => `${req.method} ${req.url} ${res.statusCode}`,
+    },
+  };
+}

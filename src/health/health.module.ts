@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { HealthController } from './health.controller';
+import { HttpHooksService } from './http-hooks.service';
+import { MetricsController } from './metrics.controller';
+import { MetricsService } from './metrics.service';
+import { ReadinessService } from './readiness.service';
+import { StartupService } from './startup.service';
+
+@Module({
+  imports: [TerminusModule.forRoot({ logger: false })],
+  controllers: [HealthController, MetricsController],
+  providers: [ReadinessService, StartupService, MetricsService, HttpHooksService],
+  exports: [ReadinessService, StartupService, MetricsService],
+})
+export class HealthModule {}

@@ -1,0 +1,42 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyInstance } from 'fastify';
+import { NotReadyError } from '../common/errors/app-error';
+import { errorBody } from '../common/http/envelope';
+import { MetricsService } from './metrics.service';
+import { PROBE_PATHS, ReadinessService } from './readiness.service';
+
+/**
+ * Fastify hooks that must see every request, matched or not: the x-request-id echo (D19), the
+ * readiness gate (spec §3.3) and request metrics. Registered from the module, so every app built
+ * from AppModule (tests included) has them.
+ */
+@Injectable()
+export class HttpHooksService implements OnModuleInit {
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly readiness: ReadinessService,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  onModuleInit(): void {
+    const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
+
+    fastify.addHook('onRequest', async (request, reply) => {
+      void reply.header('x-request-id', request.id);
+      if (this.readiness.ready) return;
+      const path = request.url.split('?', 1)[0];
+      if (PROBE_PATHS.has(path)) return;
+      const err = new NotReadyError(this.readiness.snapshot());
+      return reply
+        .status(err.status)
+        .header('retry-after', '5')
+        .send(errorBody(err.code, err.message, err.details, request.id));
+    });
+
+    fastify.addHook('onResponse', async (request, reply) => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      this.metrics.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+    });
+  }
+}

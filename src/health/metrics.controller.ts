@@ -1,0 +1,31 @@
+import { Controller, Get, Header } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Public, RawResponse } from '../common/decorators/public.decorator';
+import { ApiErrors } from '../common/http/api-docs';
+import { NotFoundError } from '../common/errors/app-error';
+import type { AppConfig } from '../config/config.schema';
+import { InjectConfig } from '../config/inject-config.decorator';
+import { MetricsService } from './metrics.service';
+
+@ApiTags('health')
+@Public()
+@RawResponse()
+@Controller('metrics')
+export class MetricsController {
+  constructor(
+    @InjectConfig() private readonly config: AppConfig,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  @Get()
+  @ApiErrors('NOT_FOUND')
+  @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
+  @ApiOperation({
+    summary: 'Prometheus metrics: request count and latency by route and status, pool and cache gauges',
+  })
+  @ApiOkResponse({ description: 'Prometheus text exposition format', schema: { type: 'string' } })
+  async scrape(): Promise<string> {
+    if (!this.config.metricsEnabled) throw new NotFoundError('Metrics are disabled (METRICS_ENABLED=false)');
+    return this.metrics.registry.metrics();
+  }
+}

@@ -1,0 +1,81 @@
+import { Injectable } from '@nestjs/common';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { CacheService } from '../cache/cache.service';
+import { MemoryCacheStore } from '../cache/memory-cache.store';
+import { DatabaseService } from '../database/database.service';
+import { ReadinessService } from './readiness.service';
+
+/** Prometheus metrics (prom-client) on a registry of this app's own, so several apps can share a process. */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'method' | 'route' | 'status_code'>;
+  private readonly latency: Histogram<'method' | 'route' | 'status_code'>;
+
+  constructor(database: DatabaseService, cache: CacheService, readiness: ReadinessService) {
+    collectDefaultMetrics({ register: this.registry });
+    const registers = [this.registry];
+    this.requests = new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests by route template, method and status',
+      labelNames: ['method', 'route', 'status_code'],
+      registers,
+    });
+    this.latency = new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP request latency by route template, method and status',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    });
+    new Gauge({
+      name: 'db_pool_connections',
+      help: 'Configuration database pool connections by state',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const stats = database.poolStats();
+        if (!stats) return;
+        this.set({ state: 'total' }, stats.total);
+        this.set({ state: 'idle' }, stats.idle);
+        this.set({ state: 'waiting' }, stats.waiting);
+      },
+    });
+    new Gauge({
+      name: 'cache_up',
+      help: '1 when the cache answers PING',
+      labelNames: ['kind'],
+      registers,
+      async collect() {
+        const up = await cache.ping().then(
+          (p) => p === 'PONG',
+          () => false,
+        );
+        this.set({ kind: cache.kind }, up ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'cache_memory_keys',
+      help: 'Keys held by the in-process cache (0 with Redis)',
+      registers,
+      collect() {
+        this.set(cache.store instanceof MemoryCacheStore ? cache.store.size : 0);
+      },
+    });
+    new Gauge({
+      name: 'service_readiness',
+      help: 'Start-up readiness flags (spec §3.3)',
+      labelNames: ['flag'],
+      registers,
+      collect() {
+        for (const [flag, value] of Object.entries(readiness.snapshot())) this.set({ flag }, value ? 1 : 0);
+      },
+    });
+  }
+
+  observe(method: string, route: string, statusCode: number, seconds: number): void {
+    const labels = { method, route, status_code: String(statusCode) };
+    this.requests.inc(labels);
+    this.latency.observe(labels, seconds);
+  }
+}

@@ -1,0 +1,45 @@
+import { Injectable } from '@nestjs/common';
+
+/** The three start-up flags of spec §3.3. */
+export type ReadinessFlag = 'redis' | 'externalDbs' | 'cache';
+export type ReadinessFlags = Record<ReadinessFlag, boolean>;
+
+/** Paths the readiness gate lets through while the service is not ready (spec §3.3). */
+export const PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/livez']);
+
+@Injectable()
+export class ReadinessService {
+  private readonly flags: ReadinessFlags = { redis: false, externalDbs: false, cache: false };
+  private shuttingDown = false;
+  private failure?: string;
+
+  set(flag: ReadinessFlag, value = true): void {
+    this.flags[flag] = value;
+  }
+
+  snapshot(): ReadinessFlags {
+    return { ...this.flags };
+  }
+
+  get ready(): boolean {
+    return !this.shuttingDown && this.flags.redis && this.flags.externalDbs && this.flags.cache;
+  }
+
+  /** During graceful shutdown /readyz turns 503 so load balancers drain the instance. */
+  markShuttingDown(): void {
+    this.shuttingDown = true;
+  }
+
+  get isShuttingDown(): boolean {
+    return this.shuttingDown;
+  }
+
+  /** A start-up step gave up (retries exhausted); kept for /healthz and the logs. */
+  markFailed(reason: string): void {
+    this.failure = reason;
+  }
+
+  get startupFailure(): string | undefined {
+    return this.failure;
+  }
+}

@@ -1,0 +1,118 @@
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import type { AppConfig } from '../config/config.schema';
+import { InjectConfig } from '../config/inject-config.decorator';
+import { CacheService, errorMessage } from '../cache/cache.service';
+import { DatabaseService } from '../database/database.service';
+import { DEV_DEMO_PASSWORD } from '../database/seed/demo-data';
+import { seedDemo } from '../database/seed/demo-seed';
+import { ReadinessService } from './readiness.service';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A step of the `cache` bootstrap (spec §3.3); later modules (the catalog) register theirs. */
+export type BootstrapStep = { name: string; run: () => Promise<void> };
+
+/**
+ * Drives the readiness flags in the background after the server listens, so probes answer from
+ * the first moment: cache connect + PING (`redis`), database connect, migrations and seed
+ * (`externalDbs`), then the bootstrap steps (`cache`).
+ */
+@Injectable()
+export class StartupService implements OnApplicationBootstrap {
+  private readonly logger = new Logger('Startup');
+  private readonly steps: BootstrapStep[] = [];
+  private stopped = false;
+  private running?: Promise<void>;
+
+  constructor(
+    @InjectConfig() private readonly config: AppConfig,
+    private readonly readiness: ReadinessService,
+    private readonly cache: CacheService,
+    private readonly database: DatabaseService,
+  ) {}
+
+  registerBootstrapStep(step: BootstrapStep): void {
+    this.steps.push(step);
+  }
+
+  onApplicationBootstrap(): void {
+    this.running = this.run();
+  }
+
+  /** Resolves when start-up has finished (ready or given up); for tests and the CLI. */
+  async settled(): Promise<void> {
+    await this.running;
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  private async run(): Promise<void> {
+    const started = Date.now();
+    const [cacheOk, dbOk] = await Promise.all([this.connectCache(), this.prepareDatabase()]);
+    if (!cacheOk || !dbOk || this.stopped) return;
+    for (const step of this.steps) {
+      const t = Date.now();
+      try {
+        await step.run();
+        this.logger.log(`Bootstrap step ${step.name} done in ${Date.now() - t} ms`);
+      } catch (err) {
+        // Partial catalog outcomes still count as finished (spec §3.3); the failure is logged.
+        this.logger.warn(`Bootstrap step ${step.name} failed: ${errorMessage(err)}`);
+      }
+    }
+    this.readiness.set('cache');
+    this.logger.log(`Ready in ${Date.now() - started} ms`);
+  }
+
+  private async connectCache(): Promise<boolean> {
+    const { startupMaxAttempts, startupRetryMs } = this.config.cache;
+    for (let attempt = 1; attempt <= startupMaxAttempts && !this.stopped; attempt++) {
+      try {
+        const pong = await this.cache.ping();
+        if (pong !== 'PONG') throw new Error(`unexpected PING answer ${pong}`);
+        this.readiness.set('redis');
+        this.logger.log(`Cache (${this.cache.kind}) answered PING on attempt ${attempt}`);
+        return true;
+      } catch (err) {
+        const delay = Math.min(startupRetryMs * 2 ** (attempt - 1), 5000);
+        this.logger.warn(
+          `Cache not reachable (attempt ${attempt}/${startupMaxAttempts}): ${errorMessage(err)}`,
+        );
+        if (attempt < startupMaxAttempts) await sleep(delay);
+      }
+    }
+    if (!this.stopped) {
+      const reason = `cache unreachable after ${startupMaxAttempts} attempts (CACHE_STARTUP_MAX_ATTEMPTS)`;
+      this.readiness.markFailed(reason);
+      this.logger.error(`Giving up: ${reason}; the service stays not ready until restarted`);
+    }
+    return false;
+  }
+
+  private async prepareDatabase(): Promise<boolean> {
+    try {
+      await this.database.connect();
+      if (this.config.db.runMigrations) await this.database.migrate();
+      if (this.config.demo.seed) {
+        this.logger.log('Seeding demo data (DEMO.md)');
+        const report = await seedDemo(this.database.dataSource, {
+          password: this.config.demo.password ?? DEV_DEMO_PASSWORD,
+          log: (msg) => this.logger.log(msg),
+        });
+        const total = Object.values(report.inserted).reduce((a, b) => a + b, 0);
+        this.logger.log(
+          total > 0 ? `Demo data seeded: ${JSON.stringify(report.inserted)}` : 'Demo data already present',
+        );
+      }
+      // External connections (D3) join this routine when the registry serves them.
+      this.readiness.set('externalDbs');
+      return true;
+    } catch (err) {
+      this.readiness.markFailed(`database: ${errorMessage(err)}`);
+      this.logger.error(`Database start-up failed: ${errorMessage(err)}`);
+      return false;
+    }
+  }
+}
