@@ -1,16 +1,6 @@
-/**
- * Three tiers (STYLE): unit beside the code, integration and e2e under test/.
- *
- * NestJS 12 ships as ES modules: see test/support/esm-transformer.js for how Jest loads them.
- * Our own TypeScript goes through ts-jest.
- */
-const transform = {
-  '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
-  '^.+/node_modules/.+\\.m?js$': require.resolve('./test/support/esm-transformer.js'),
-};
+/** Three tiers (STYLE): unit beside the code (src, *.spec.ts), integration and e2e under test/. */
 const common = {
-  transform,
-  transformIgnorePatterns: [],
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   testEnvironment: 'node',
   moduleFileExtensions: ['ts', 'js', 'json'],
 };
