@@ -19,7 +19,8 @@ export function renderBanner(b: BannerInput): string {
     `Database    ${b.database}`,
     `Cache       ${b.cache}`,
     `API docs    ${b.url}/api-docs`,
-    `Probes      ${b.url}/healthz  ${b.url}/readyz  ${b.url}/livez   Metrics ${b.url}/metrics`,
+    `Probes      ${b.url}/healthz  /readyz  /livez`,
+    `Metrics     ${b.url}/metrics`,
   ];
   if (b.config.generatedSecrets.length > 0) {
     lines.push(
