@@ -39,6 +39,11 @@ export function setLogContext(raw: IncomingMessage, ctx: LogContext): void {
   });
 }
 
+/** Middleware mounts may rewrite req.url; originalUrl is the path the client asked for. */
+function pathOf(req: IncomingMessage & { originalUrl?: string }): string {
+  return (req.originalUrl ?? req.url ?? '').split('?', 1)[0];
+}
+
 export function pinoParams(config: AppConfig): Params {
   return {
     pinoHttp: {
@@ -51,7 +56,7 @@ export function pinoParams(config: AppConfig): Params {
           }
         : undefined,
       // Fastify's genReqId stores the id on the raw request; pino-http reuses req.id.
-      autoLogging: { ignore: (req: IncomingMessage) => QUIET_PATHS.has((req.url ?? '').split('?', 1)[0]) },
+      autoLogging: { ignore: (req: IncomingMessage) => QUIET_PATHS.has(pathOf(req)) },
       customProps: (req: IncomingMessage, _res: ServerResponse) => {
         const ctx = (req as IncomingMessage & { logContext?: LogContext }).logContext ?? {};
         return {

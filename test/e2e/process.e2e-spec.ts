@@ -60,6 +60,10 @@ describe('The service process (npm start)', () => {
       expect(out).toContain('Migration applied: InitialSchema');
       expect(out).toContain('Demo data seeded');
       expect(out).toMatch(/Ready in \d+ ms/);
+      // Probes are not logged; other requests are, with their request id.
+      await fetch(`http://127.0.0.1:${port}/health/db`);
+      await waitFor(async () => run.stdout().includes('"url":"/health/db"'), 5000);
+      expect(run.stdout()).not.toContain('"url":"/readyz"');
 
       run.child.kill('SIGTERM');
       const started = Date.now();
