@@ -1,7 +1,8 @@
 import { DynamicModule, Module, Type } from '@nestjs/common';
-import { APP_FILTER, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { LoggerModule } from 'nestjs-pino';
 import { AuthModule } from './auth/auth.module';
+import { JwtAuthGuard } from './auth/jwt-auth.guard';
 import { CacheModule } from './cache/cache.module';
 import { AllExceptionsFilter } from './common/http/all-exceptions.filter';
 import { EnvelopeInterceptor } from './common/http/envelope.interceptor';
@@ -15,6 +16,7 @@ import { EntityModule } from './entity/entity.module';
 import { HealthModule } from './health/health.module';
 import { ProfileModule } from './profile/profile.module';
 import { RegistryModule } from './registry/registry.module';
+import { TenantGuard } from './tenant/tenant.guard';
 import { TenantModule } from './tenant/tenant.module';
 import { WorkflowModule } from './workflow/workflow.module';
 
@@ -44,6 +46,9 @@ export class AppModule {
         ...extraModules,
       ],
       providers: [
+        // Guards run in this order (spec §4.1 rule 2): tenant header, then token.
+        { provide: APP_GUARD, useExisting: TenantGuard },
+        { provide: APP_GUARD, useExisting: JwtAuthGuard },
         { provide: APP_FILTER, useClass: AllExceptionsFilter },
         { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
         { provide: APP_PIPE, useFactory: createValidationPipe },

@@ -23,6 +23,9 @@ export const CACHE_TTL = {
   dataviewConfig: HOUR,
   entityConfig: 5 * 60,
   entityList: 300,
+  tenant: 60,
+  userState: 30,
+  signupOtp: 600,
 } as const satisfies Record<string, number>;
 
 function part(value: string | number | null | undefined): string {
@@ -80,6 +83,30 @@ export class CacheKeys {
 
   entityListAll(tenantId: string | number, entityCode: string): string {
     return `${this.prefix}:list:${part(tenantId)}:${part(entityCode)}:*`;
+  }
+
+  /** A tenant row as the TenantGuard sees it. */
+  tenant(tenantId: string | number): string {
+    return this.key('tenant', tenantId);
+  }
+
+  /** A user's sign-in state (active, role) as the JwtAuthGuard sees it. */
+  userState(tenantId: string | number, userId: string | number): string {
+    return this.key('user', tenantId, userId);
+  }
+
+  /** A revoked token id, kept until the token's exp (D14). */
+  revokedToken(jti: string): string {
+    return this.key('revoked', jti);
+  }
+
+  /** Sign-up one-time code and session of an e-mail in a tenant (D15). */
+  signupOtp(tenantId: string | number, emailHash: string): string {
+    return this.key('otp', tenantId, emailHash);
+  }
+
+  signupSession(sessionHash: string): string {
+    return this.key('signup-session', sessionHash);
   }
 
   /** Everything of this service, for a full clear. */

@@ -43,8 +43,21 @@ export interface AppConfig {
   rateLimit: { points: number; windowS: number };
   exports: { ttlS: number; dir: string };
   smtpUrl: string | undefined;
+  /** From address of the service's mail (MAIL_FROM). */
+  mailFrom: string;
   demo: { seed: boolean; password: string | undefined };
   metricsEnabled: boolean;
+  /** The tenant reverse proxy (`npm run proxy`, D7); the service itself does not read it. */
+  proxy: {
+    host: string;
+    port: number;
+    /** Base URL of the service the proxy forwards to. */
+    upstream: string;
+    /** `<tenant_code>.<baseDomain>` names a tenant. */
+    baseDomain: string;
+    tenantCacheTtlS: number;
+    tenantMissTtlS: number;
+  };
   /** Names of secrets that were generated for development because none were set. */
   generatedSecrets: string[];
 }
@@ -159,6 +172,11 @@ export const VARIABLES: readonly VariableSpec[] = [
   },
   { name: 'SMTP_URL', description: 'smtp://user:pass@host:port for sign-up mail (D15)', secret: true },
   {
+    name: 'MAIL_FROM',
+    default: 'no-reply@localhost',
+    description: 'Sender (From) of sign-up mail: address or "Name <address>" (D15)',
+  },
+  {
     name: 'SEED_DEMO',
     default: 'auto',
     description: 'Seed DEMO.md data at start-up: auto (embedded sqlite outside production) | true | false',
@@ -174,6 +192,31 @@ export const VARIABLES: readonly VariableSpec[] = [
     description: 'Longest graceful shutdown before the process exits',
   },
   { name: 'METRICS_ENABLED', default: 'true', description: 'Serve Prometheus metrics at /metrics' },
+  {
+    name: 'PROXY_HOST',
+    default: '0.0.0.0',
+    description: 'Tenant proxy (npm run proxy, D7): interface it binds to',
+  },
+  { name: 'PROXY_PORT', default: '8080', description: 'Tenant proxy: HTTP port' },
+  {
+    name: 'PROXY_UPSTREAM',
+    description: 'Tenant proxy: URL of the service; defaults to http://127.0.0.1:API_PORT',
+  },
+  {
+    name: 'PROXY_BASE_DOMAIN',
+    default: 'localhost',
+    description: 'Tenant proxy: Host <tenant_code>.<this> selects the tenant',
+  },
+  {
+    name: 'PROXY_TENANT_CACHE_TTL_S',
+    default: '30',
+    description: 'Tenant proxy: how long a tenant code lookup is cached, seconds',
+  },
+  {
+    name: 'PROXY_TENANT_MISS_TTL_S',
+    default: '5',
+    description: 'Tenant proxy: how long an unknown or inactive tenant code is cached, seconds',
+  },
 ];
 
 export class ConfigValidationError extends Error {
@@ -325,12 +368,27 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
   const smtpUrl = r.str('SMTP_URL');
   if (smtpUrl && !/^smtps?:\/\/./.test(smtpUrl))
     r.problems.push('SMTP_URL: must start with smtp:// or smtps://');
+  const mailFrom = r.str('MAIL_FROM') ?? 'no-reply@localhost';
+  if (!/^[^@\s<>]+@[^@\s<>]+$|<[^@\s<>]+@[^@\s<>]+>$/.test(mailFrom)) {
+    r.problems.push(`MAIL_FROM: must be an e-mail address or "Name <address>" (got "${mailFrom}")`);
+  }
 
   const seedRaw = r.oneOf('SEED_DEMO', ['auto', 'true', 'false']);
   const demoPassword = r.str('DEMO_PASSWORD');
   const seed = seedRaw === 'auto' ? dbType === 'sqlite' && !isProduction : seedRaw === 'true';
   if (seed && isProduction && !demoPassword) {
     r.problems.push('DEMO_PASSWORD: required to seed demo data in production');
+  }
+
+  const proxyUpstream = r.str('PROXY_UPSTREAM') ?? `http://127.0.0.1:${port}`;
+  if (!/^https?:\/\/[^/?#\s]+\/?$/.test(proxyUpstream)) {
+    r.problems.push(`PROXY_UPSTREAM: must be http(s)://host[:port] (got "${proxyUpstream}")`);
+  }
+  const proxyBaseDomain = (r.str('PROXY_BASE_DOMAIN') ?? 'localhost').toLowerCase().replace(/^\.+|\.+$/g, '');
+  if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/.test(proxyBaseDomain)) {
+    r.problems.push(
+      `PROXY_BASE_DOMAIN: must be a host name such as localhost or example.com (got "${proxyBaseDomain}")`,
+    );
   }
 
   const connectionTimeoutMs = r.int('SQL_CONNECTION_TIMEOUT', { min: 1 });
@@ -395,8 +453,17 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     },
     exports: { ttlS: r.int('EXPORT_TTL_S', { min: 1 }), dir: r.str('EXPORT_DIR') ?? './data/exports' },
     smtpUrl,
+    mailFrom,
     demo: { seed, password: demoPassword },
     metricsEnabled: r.bool('METRICS_ENABLED'),
+    proxy: {
+      host: r.str('PROXY_HOST') ?? '0.0.0.0',
+      port: r.int('PROXY_PORT', { min: 0, max: 65535 }),
+      upstream: proxyUpstream.replace(/\/$/, ''),
+      baseDomain: proxyBaseDomain,
+      tenantCacheTtlS: r.int('PROXY_TENANT_CACHE_TTL_S', { min: 0 }),
+      tenantMissTtlS: r.int('PROXY_TENANT_MISS_TTL_S', { min: 0 }),
+    },
     generatedSecrets,
   };
   if (config.db.pool.min > config.db.pool.max) r.problems.push('DB_POOL_MIN: must not exceed DB_POOL_MAX');

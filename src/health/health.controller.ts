@@ -16,6 +16,7 @@ import {
 import type { FastifyReply } from 'fastify';
 import type { AppConfig } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';
+import { NoTenant } from '../common/decorators/context.decorators';
 import { Public, RawResponse } from '../common/decorators/public.decorator';
 import { CacheService } from '../cache/cache.service';
 import { DatabaseService } from '../database/database.service';
@@ -37,6 +38,7 @@ const HEALTH_SCHEMA = {
 @ApiTags('health')
 @ApiInternalServerErrorResponse({ type: ErrorEnvelopeDto, description: 'SERVICE_ERROR: unexpected error' })
 @Public()
+@NoTenant()
 @RawResponse()
 @Controller()
 export class HealthController {

@@ -1,5 +1,6 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { NoTenant } from '../common/decorators/context.decorators';
 import { Public, RawResponse } from '../common/decorators/public.decorator';
 import { ApiErrors } from '../common/http/api-docs';
 import { NotFoundError } from '../common/errors/app-error';
@@ -9,6 +10,7 @@ import { MetricsService } from './metrics.service';
 
 @ApiTags('health')
 @Public()
+@NoTenant()
 @RawResponse()
 @Controller('metrics')
 export class MetricsController {

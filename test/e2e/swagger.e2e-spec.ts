@@ -1,3 +1,4 @@
+import { listRoutes } from '../support/routes';
 import { startTestApp, TestApp } from '../support/test-app';
 
 describe('API documentation (/api-docs)', () => {
@@ -32,21 +33,36 @@ describe('API documentation (/api-docs)', () => {
 
   it('should document every route the app serves, with its error answers', async () => {
     const doc = (await t.app.inject({ method: 'GET', url: '/api-docs/json' })).json();
-    const documented = Object.keys(doc.paths).sort();
-    expect(documented).toEqual(
-      [
-        '/api/v1/health',
-        '/health',
-        '/health/db',
-        '/health/redis',
-        '/healthz',
-        '/livez',
-        '/metrics',
-        '/readyz',
-      ].sort(),
+    const served = listRoutes(t.app).map((r) => `${r.method} ${r.path}`);
+    const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(
+      ([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
     );
-    expect(doc.paths['/readyz'].get.responses['503']).toBeDefined();
-    expect(doc.paths['/metrics'].get.responses['503']).toBeDefined();
+    expect(served.length).toBeGreaterThan(8);
+    expect(documented.sort()).toEqual(served.sort());
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const op of Object.values(ops)) {
+        expect({ path, has500: '500' in op.responses }).toEqual({ path, has500: true });
+      }
+    }
     expect(doc.components.schemas.ErrorEnvelopeDto).toBeDefined();
+  });
+
+  it('should declare the security of every tenant and protected route', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/api-docs/json' })).json();
+    for (const r of listRoutes(t.app)) {
+      const security = (doc.paths[r.path][r.method.toLowerCase()].security ?? []).flatMap((s: object) =>
+        Object.keys(s),
+      );
+      if (!r.noTenant)
+        expect({ route: `${r.method} ${r.path}`, security }).toEqual({
+          route: `${r.method} ${r.path}`,
+          security: expect.arrayContaining(['tenant']),
+        });
+      if (!r.isPublic)
+        expect({ route: `${r.method} ${r.path}`, security }).toEqual({
+          route: `${r.method} ${r.path}`,
+          security: expect.arrayContaining(['bearer']),
+        });
+    }
   });
 });

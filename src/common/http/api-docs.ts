@@ -1,5 +1,12 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiProperty, ApiPropertyOptional, ApiResponse } from '@nestjs/swagger';
+import {
+  ApiExtraModels,
+  ApiOkResponse,
+  ApiProperty,
+  ApiPropertyOptional,
+  ApiResponse,
+  getSchemaPath,
+} from '@nestjs/swagger';
 import { ERROR_STATUS, ErrorCode } from '../errors/error-codes';
 
 export class MetaDto {
@@ -51,5 +58,23 @@ export function ApiErrors(...codes: ErrorCode[]): MethodDecorator & ClassDecorat
         description: group.map((c) => `${c}: ${DESCRIPTIONS[c] ?? c}`).join('; '),
       }),
     ),
+  );
+}
+
+/** Documents a success answer: the envelope of D16 around `model` as `data`. */
+export function ApiEnvelope(model: new (...args: never[]) => unknown): MethodDecorator & ClassDecorator {
+  return applyDecorators(
+    ApiExtraModels(model),
+    ApiOkResponse({
+      schema: {
+        type: 'object',
+        properties: {
+          success: { type: 'boolean', example: true },
+          data: { $ref: getSchemaPath(model) },
+          meta: { $ref: getSchemaPath(MetaDto) },
+        },
+      },
+    }),
+    ApiExtraModels(MetaDto),
   );
 }

@@ -15,6 +15,8 @@ export function createValidationPipe(): ValidationPipe {
     whitelist: true,
     forbidNonWhitelisted: true,
     transform: true,
+    // One error per field: a missing field is 'required', not also 'must be a string'.
+    stopAtFirstError: true,
     exceptionFactory: (errors) => new ValidationError('Validation failed', flatten(errors)),
   });
 }

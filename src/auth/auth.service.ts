@@ -1,0 +1,130 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { CacheService, errorMessage } from '../cache/cache.service';
+import { AppError, NotFoundError } from '../common/errors/app-error';
+import type { AuthUser, TenantContext } from '../common/request-context';
+import { TenantConfigService, TenantConfigView } from '../tenant/tenant-config.service';
+import { TenantsRepository } from '../tenant/tenants.repository';
+import type { ProfileDto, SigninDto, SigninResponseDto } from './auth.dto';
+import { hashPassword, verifyPassword } from './password';
+import { SigninThrottle } from './signin-throttle';
+import { TokenService } from './token.service';
+import { normaliseEmail, UserRecord, UsersRepository } from './users.repository';
+
+/** Sign-in, logout and profile (spec §4.1, D12-D14). */
+@Injectable()
+export class AuthService {
+  private readonly logger = new Logger('Auth');
+
+  constructor(
+    private readonly users: UsersRepository,
+    private readonly tokens: TokenService,
+    private readonly throttle: SigninThrottle,
+    private readonly tenants: TenantsRepository,
+    private readonly tenantConfig: TenantConfigService,
+    private readonly cache: CacheService,
+  ) {}
+
+  async tenantConfigFor(tenant: TenantContext): Promise<TenantConfigView> {
+    const row = await this.tenants.findById(tenant.id);
+    if (!row) throw new NotFoundError('Tenant not found');
+    return this.tenantConfig.view(row);
+  }
+
+  /** Rule 3: credentials are checked against the users of the header's tenant only. */
+  async signin(tenant: TenantContext, dto: SigninDto): Promise<SigninResponseDto> {
+    const email = normaliseEmail(dto.email_id);
+    await this.throttle.assertAllowed(tenant.id, email);
+    const user = await this.users.findByEmail(tenant.id, email);
+    // verifyPassword costs one hash verification even without a user: equal time either way (D12).
+    const check = await verifyPassword(user?.passwordHash, dto.password);
+    if (!user || !check.ok || !user.active) {
+      await this.throttle.recordFailure(tenant.id, email);
+      throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password');
+    }
+    await this.throttle.reset(tenant.id, email);
+    if (check.needsRehash) await this.rehash(user, dto.password);
+    return this.sessionFor(user, 'Sign-in successful');
+  }
+
+  /** Token and the fields of spec §2.13 for a verified user (sign-in and account creation). */
+  async sessionFor(user: UserRecord, message: string): Promise<SigninResponseDto> {
+    const issued = this.tokens.issue(user);
+    this.logger.log(
+      { event: 'user_signin_successful', email: user.email, tenantId: user.tenantId, userId: user.id },
+      'user_signin_successful',
+    );
+    return {
+      token: issued.token,
+      user_id: user.id,
+      tenant_id: user.tenantId,
+      expires_in: issued.expiresIn,
+      expires_at: issued.expiresAt,
+      type: 'Bearer',
+      tenantSettings: await this.tenantSettings(user),
+      message,
+    };
+  }
+
+  /** Rule 4: a failure to load tenant settings is logged and gives null; sign-in still succeeds. */
+  private async tenantSettings(user: UserRecord): Promise<TenantConfigView | null> {
+    try {
+      const row = await this.tenants.findById(user.tenantId);
+      if (!row) throw new Error('tenant row not found');
+      return this.tenantConfig.view(row);
+    } catch (err) {
+      this.logger.warn(
+        {
+          event: 'signin_tenant_settings_failed',
+          tenantId: user.tenantId,
+          userId: user.id,
+          err: errorMessage(err),
+        },
+        'signin_tenant_settings_failed',
+      );
+      return null;
+    }
+  }
+
+  /** D12: a bcrypt hash that verified is replaced with argon2id. */
+  private async rehash(user: UserRecord, password: string): Promise<void> {
+    try {
+      await this.users.updatePasswordHash(user.tenantId, user.id, await hashPassword(password));
+      this.logger.log(
+        { event: 'password_rehashed', tenantId: user.tenantId, userId: user.id },
+        'password_rehashed',
+      );
+    } catch (err) {
+      this.logger.warn(
+        { tenantId: user.tenantId, userId: user.id, err: errorMessage(err) },
+        'Password rehash failed',
+      );
+    }
+  }
+
+  /** D14: the token's jti is revoked until the token would have expired anyway. */
+  async logout(user: AuthUser): Promise<{ message: string }> {
+    const ttl = Math.max(1, user.exp - Math.floor(Date.now() / 1000));
+    const stored = await this.cache.setJson(this.cache.keys.revokedToken(user.jti), true, ttl);
+    if (!stored) throw new AppError('SERVICE_ERROR', 'Logout could not be recorded; try again');
+    this.logger.log({ event: 'user_logout', tenantId: user.tenantId, userId: user.userId }, 'user_logout');
+    return { message: 'Logged out' };
+  }
+
+  async profile(tenant: TenantContext, user: AuthUser): Promise<ProfileDto> {
+    const record = await this.users.findById(tenant.id, user.userId);
+    if (!record) throw new NotFoundError('User not found');
+    return {
+      user_id: record.id,
+      email_id: record.email,
+      role_id: record.roleId,
+      role_code: record.roleCode,
+      first_name: record.firstName,
+      last_name: record.lastName,
+      tenant_id: tenant.id,
+      tenant_code: tenant.code,
+      tenant_name: tenant.name,
+      roles: record.roleCode ? [record.roleCode] : [],
+      permissions: record.permissions,
+    };
+  }
+}

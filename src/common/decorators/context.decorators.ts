@@ -1,0 +1,43 @@
+import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
+import { ApiBearerAuth, ApiSecurity } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
+import { AuthorizationError } from '../errors/app-error';
+import type { AuthUser, TenantContext } from '../request-context';
+
+export const NO_TENANT = 'mtb:noTenant';
+export const REQUIRED_PERMISSION = 'mtb:requiredPermission';
+export const REQUIRED_FEATURE = 'mtb:requiredFeature';
+
+/** Routes outside any tenant (probes, metrics): TenantGuard does not run. */
+export const NoTenant = (): MethodDecorator & ClassDecorator => SetMetadata(NO_TENANT, true);
+
+/**
+ * The permission (D9 `<action>:<resource>`) a protected route requires, with the Swagger security
+ * of a protected route. A route without @Public() is protected even without this decorator.
+ */
+export const RequirePermission = (permission: string): MethodDecorator & ClassDecorator =>
+  applyDecorators(
+    SetMetadata(REQUIRED_PERMISSION, permission),
+    ApiBearerAuth('bearer'),
+    ApiSecurity('tenant'),
+  );
+
+/** Swagger security of a protected route that needs no particular permission (logout, profile). */
+export const Authenticated = (): MethodDecorator & ClassDecorator =>
+  applyDecorators(ApiBearerAuth('bearer'), ApiSecurity('tenant'));
+
+/** The route belongs to a tenant feature (D10); a disabled feature answers 403 FEATURE_DISABLED. */
+export const RequireFeature = (feature: string): MethodDecorator & ClassDecorator =>
+  SetMetadata(REQUIRED_FEATURE, feature);
+
+export const CurrentTenant = createParamDecorator((_: unknown, ctx: ExecutionContext): TenantContext => {
+  const tenant = ctx.switchToHttp().getRequest<FastifyRequest>().tenant;
+  if (!tenant) throw new AuthorizationError('No tenant context');
+  return tenant;
+});
+
+export const CurrentUser = createParamDecorator((_: unknown, ctx: ExecutionContext): AuthUser => {
+  const user = ctx.switchToHttp().getRequest<FastifyRequest>().user;
+  if (!user) throw new AuthorizationError('No user context');
+  return user;
+});

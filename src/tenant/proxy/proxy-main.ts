@@ -1,0 +1,89 @@
+/**
+ * `npm run proxy`: the tenant reverse proxy (D7). Maps `<tenant_code>.PROXY_BASE_DOMAIN` to the
+ * tenant id (app_tenants on the configured database), injects the encrypted x-tenant-id and
+ * forwards to PROXY_UPSTREAM. Same configuration (.env, ./data/.dev-secrets.json) as `npm start`.
+ */
+import { REDACT_PATHS } from '../../common/logging';
+import { ConfigValidationError, type AppConfig } from '../../config/config.schema';
+import { configFromProcessEnv } from '../../config/environment';
+import { DatabaseTenantSource, TenantDirectory } from './tenant-directory';
+import { buildTenantProxy } from './tenant-proxy';
+
+function readConfig(): AppConfig {
+  try {
+    return configFromProcessEnv();
+  } catch (err) {
+    if (err instanceof ConfigValidationError) {
+      process.stderr.write(`${err.message}\nSee .env.example for every variable and its default.\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}
+
+async function main(): Promise<void> {
+  const config = readConfig();
+  const { proxy } = config;
+  const source = new DatabaseTenantSource(config.db);
+  const directory = new TenantDirectory(source.lookup, {
+    ttlMs: proxy.tenantCacheTtlS * 1000,
+    missTtlMs: proxy.tenantMissTtlS * 1000,
+  });
+  const app = await buildTenantProxy({
+    upstream: proxy.upstream,
+    baseDomain: proxy.baseDomain,
+    tenantEncryptionKey: config.crypto.tenantEncryptionKey,
+    resolveTenant: (code) => directory.resolve(code),
+    logger: {
+      level: config.log.level,
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      transport: config.log.pretty
+        ? {
+            target: 'pino-pretty',
+            options: { singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
+          }
+        : undefined,
+    },
+  });
+  await app.listen({ host: proxy.host, port: proxy.port });
+
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : proxy.port;
+  const shownHost = proxy.host === '0.0.0.0' || proxy.host === '::' ? 'localhost' : proxy.host;
+  const database = config.db.type === 'sqlite' ? config.db.name : `${config.db.name}@${config.db.host}`;
+  process.stdout.write(
+    `Tenant proxy http://${shownHost}:${port} -> ${proxy.upstream} ` +
+      `(tenant from Host <tenant_code>.${proxy.baseDomain}, looked up in ${config.db.type} ${database})\n`,
+  );
+
+  let closing = false;
+  const shutdown = (signal: string): void => {
+    if (closing) return;
+    closing = true;
+    app.log.info(`${signal} received: shutting down`);
+    const timer = setTimeout(() => {
+      process.stderr.write('Tenant proxy: shutdown timed out; exiting\n');
+      process.exit(1);
+    }, config.api.shutdownTimeoutMs);
+    timer.unref();
+    app
+      .close()
+      .then(() => source.close())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          process.stderr.write(`Tenant proxy: shutdown failed: ${String(err)}\n`);
+          process.exit(1);
+        },
+      );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(
+    `Tenant proxy start-up failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  process.exit(1);
+});

@@ -1,0 +1,147 @@
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { decodeKey32 } from '../config/config.schema';
+
+/**
+ * The x-tenant-id header (spec §2.11, D5): JSON `{ciphertext, nonce, salt, authTag, algorithm}`,
+ * AES-256-GCM under a key derived per header with HKDF-SHA256(ikm = TENANT_ENCRYPTION_KEY,
+ * salt = header salt, info = "x-tenant-id"). Shared by the TenantGuard, the CLI and the proxy.
+ */
+export const TENANT_HEADER_ALGORITHM = 'aes-256-gcm';
+const HKDF_INFO = Buffer.from('x-tenant-id');
+const NONCE_BYTES = 16;
+const SALT_BYTES = 16;
+const TAG_BYTES = 16;
+
+export interface TenantHeaderValue {
+  ciphertext: string;
+  nonce: string;
+  salt: string;
+  authTag: string;
+  algorithm: typeof TENANT_HEADER_ALGORITHM;
+}
+
+export interface TenantPayload {
+  type: 'tenant';
+  id: string;
+  timestamp?: number;
+}
+
+/** Why a header was refused; the guard maps each to the spec §7 body. */
+export type TenantHeaderFailure = 'required' | 'invalid_format_not_encrypted' | 'decryption_failed';
+
+export class TenantHeaderError extends Error {
+  constructor(readonly reason: TenantHeaderFailure) {
+    super(reason);
+  }
+}
+
+function deriveKey(masterKey: Buffer, salt: Buffer): Buffer {
+  return Buffer.from(hkdfSync('sha256', masterKey, salt, HKDF_INFO, 32));
+}
+
+function masterKeyOf(key: string | Buffer): Buffer {
+  const buf = Buffer.isBuffer(key) ? key : decodeKey32(key);
+  if (!buf || buf.length !== 32) throw new TenantHeaderError('decryption_failed');
+  return buf;
+}
+
+/** Builds a header value for a tenant id (the proxy's half, D7). */
+export function encryptTenantHeader(
+  tenantId: string | number,
+  key: string | Buffer,
+  timestamp?: number,
+): string {
+  const id = String(tenantId).trim();
+  if (!/^\d+$/.test(id)) throw new Error(`Tenant id must be digits (got "${id}")`);
+  const salt = randomBytes(SALT_BYTES);
+  const nonce = randomBytes(NONCE_BYTES);
+  const cipher = createCipheriv(TENANT_HEADER_ALGORITHM, deriveKey(masterKeyOf(key), salt), nonce);
+  const payload: TenantPayload = { type: 'tenant', id, ...(timestamp !== undefined ? { timestamp } : {}) };
+  const ciphertext = Buffer.concat([cipher.update(JSON.stringify(payload), 'utf8'), cipher.final()]);
+  const value: TenantHeaderValue = {
+    ciphertext: ciphertext.toString('hex'),
+    nonce: nonce.toString('hex'),
+    salt: salt.toString('hex'),
+    authTag: cipher.getAuthTag().toString('hex'),
+    algorithm: TENANT_HEADER_ALGORITHM,
+  };
+  return JSON.stringify(value);
+}
+
+const HEX = /^(?:[0-9a-fA-F]{2})+$/;
+
+function nonEmptyString(v: unknown): v is string {
+  return typeof v === 'string' && v.length > 0;
+}
+
+/** Step 2 of spec §5.1: JSON with non-empty ciphertext, nonce and salt. */
+export function parseTenantHeader(
+  raw: string | undefined,
+): Partial<TenantHeaderValue> & Pick<TenantHeaderValue, 'ciphertext' | 'nonce' | 'salt'> {
+  if (raw === undefined || raw.trim() === '') throw new TenantHeaderError('required');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new TenantHeaderError('invalid_format_not_encrypted');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new TenantHeaderError('invalid_format_not_encrypted');
+  }
+  const v = parsed as Record<string, unknown>;
+  if (!nonEmptyString(v.ciphertext) || !nonEmptyString(v.nonce) || !nonEmptyString(v.salt)) {
+    throw new TenantHeaderError('invalid_format_not_encrypted');
+  }
+  return v as ReturnType<typeof parseTenantHeader>;
+}
+
+/**
+ * Decrypts and validates a header (spec §5.1, D5-D6). Returns the payload; throws
+ * TenantHeaderError. Every cryptographic or payload problem is `decryption_failed`, so a caller
+ * learns nothing about which part was wrong.
+ */
+export function decryptTenantHeader(raw: string | undefined, key: string | Buffer): TenantPayload {
+  const v = parseTenantHeader(raw);
+  const fail = (): never => {
+    throw new TenantHeaderError('decryption_failed');
+  };
+  if (v.algorithm !== undefined && v.algorithm !== TENANT_HEADER_ALGORITHM) fail();
+  if (!nonEmptyString(v.authTag)) fail();
+  const parts = [v.ciphertext, v.nonce, v.salt, v.authTag as string];
+  if (!parts.every((p) => HEX.test(p))) fail();
+  const nonce = Buffer.from(v.nonce, 'hex');
+  const salt = Buffer.from(v.salt, 'hex');
+  const tag = Buffer.from(v.authTag as string, 'hex');
+  // D5: the tag must be exactly 16 bytes; GCM would otherwise accept truncated tags.
+  if (nonce.length !== NONCE_BYTES || salt.length !== SALT_BYTES || tag.length !== TAG_BYTES) fail();
+  let plaintext: string;
+  try {
+    const decipher = createDecipheriv(TENANT_HEADER_ALGORITHM, deriveKey(masterKeyOf(key), salt), nonce, {
+      authTagLength: TAG_BYTES,
+    });
+    decipher.setAuthTag(tag);
+    plaintext = Buffer.concat([decipher.update(Buffer.from(v.ciphertext, 'hex')), decipher.final()]).toString(
+      'utf8',
+    );
+  } catch {
+    return fail();
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(plaintext);
+  } catch {
+    return fail();
+  }
+  const p = payload as Partial<TenantPayload> | null;
+  if (typeof p !== 'object' || p === null || p.type !== 'tenant' || typeof p.id !== 'string') return fail();
+  const id = p.id.trim();
+  if (!/^\d{1,10}$/.test(id) || Number(id) <= 0 || Number(id) > 2147483647) return fail();
+  if (p.timestamp !== undefined && (typeof p.timestamp !== 'number' || !Number.isFinite(p.timestamp)))
+    return fail();
+  return { type: 'tenant', id, ...(p.timestamp !== undefined ? { timestamp: p.timestamp } : {}) };
+}
+
+/** D6: a header whose timestamp is older than maxAgeS (0 = off) is refused. */
+export function isHeaderExpired(payload: TenantPayload, maxAgeS: number, nowS = Date.now() / 1000): boolean {
+  return maxAgeS > 0 && payload.timestamp !== undefined && nowS - payload.timestamp > maxAgeS;
+}

@@ -1,0 +1,72 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyRequest } from 'fastify';
+import { CacheService } from '../cache/cache.service';
+import { CACHE_TTL } from '../cache/cache-keys';
+import { NO_TENANT, REQUIRED_FEATURE } from '../common/decorators/context.decorators';
+import { AppError, AuthorizationError, NotFoundError, ValidationError } from '../common/errors/app-error';
+import { setLogContext } from '../common/logging';
+import { TenantHeaderError, TenantHeaderFailure } from './tenant-header.crypto';
+import { TenantHeaderService } from './tenant-header.service';
+import { isTenantActive, TenantRow, TenantsRepository } from './tenants.repository';
+
+const HEADER_MESSAGES: Record<TenantHeaderFailure, string> = {
+  required: 'x-tenant-id header is required',
+  invalid_format_not_encrypted: 'x-tenant-id header is not an encrypted tenant header',
+  decryption_failed: 'Failed to decrypt tenant ID',
+};
+
+export function tenantHeaderError(reason: TenantHeaderFailure): AppError {
+  return new ValidationError(HEADER_MESSAGES[reason], { 'x-tenant-id': reason });
+}
+
+/**
+ * First step of every tenant-scoped route (spec §5.1-5.2): x-tenant-id → decrypted tenant id →
+ * an existing, active tenant on the request. Runs for every route not marked @NoTenant().
+ */
+@Injectable()
+export class TenantGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly headers: TenantHeaderService,
+    private readonly tenants: TenantsRepository,
+    private readonly cache: CacheService,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(NO_TENANT, targets)) return true;
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+
+    let tenantId: string;
+    try {
+      tenantId = this.headers.resolve(request.headers['x-tenant-id']);
+    } catch (err) {
+      if (err instanceof TenantHeaderError) throw tenantHeaderError(err.reason);
+      throw err;
+    }
+
+    const tenant = await this.load(tenantId);
+    if (!tenant) throw new NotFoundError('Tenant not found', { 'x-tenant-id': 'unknown_tenant' });
+    if (!isTenantActive(tenant)) throw new AuthorizationError('Tenant is not active');
+
+    const feature = this.reflector.getAllAndOverride<string | undefined>(REQUIRED_FEATURE, targets);
+    if (feature && tenant.features[feature] === false) {
+      throw new AuthorizationError(`Feature ${feature} is disabled for this tenant`, 'FEATURE_DISABLED');
+    }
+
+    request.tenant = { id: tenant.id, code: tenant.code, name: tenant.name, features: tenant.features };
+    setLogContext(request.raw, { tenantId: tenant.id });
+    return true;
+  }
+
+  /** Tenant rows change rarely; they are cached briefly so a request costs no query. */
+  private async load(id: string): Promise<TenantRow | undefined> {
+    const key = this.cache.keys.tenant(id);
+    const cached = await this.cache.getJson<TenantRow | null>(key);
+    if (cached !== undefined) return cached ?? undefined;
+    const row = await this.tenants.findById(id);
+    await this.cache.setJson(key, row ?? null, CACHE_TTL.tenant);
+    return row;
+  }
+}
