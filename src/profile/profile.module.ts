@@ -1,5 +1,12 @@
 import { Module } from '@nestjs/common';
+import { RegistryModule } from '../registry/registry.module';
+import { ProfileLoaderService } from './profile-loader.service';
+import { ProfileRepository } from './profile.repository';
 
-/** Owns the profile loader and the normalised policy model (issue 4). */
-@Module({})
+/** The profile loader (spec §4.3) and the normalised policy model (D23, ./policy). */
+@Module({
+  imports: [RegistryModule],
+  providers: [ProfileLoaderService, ProfileRepository],
+  exports: [ProfileLoaderService],
+})
 export class ProfileModule {}

@@ -31,6 +31,7 @@ describe('Tenant header and authentication (spec §5, §7, D5-D14)', () => {
   const sql = (query: string, params: unknown[] = []) =>
     t.app.get(DatabaseService).dataSource.query(query, params);
   const placeholder = (i: number) => (t.db.dialect === 'postgres' ? `$${i}` : '?');
+  const bool = (v: boolean) => (t.db.dialect === 'postgres' ? String(v).toUpperCase() : v ? '1' : '0');
 
   function expectError(res: { statusCode: number; json(): any }, status: number, code: string): any {
     expect({ status: res.statusCode, code: res.json().error?.code }).toEqual({ status, code });
@@ -254,7 +255,7 @@ describe('Tenant header and authentication (spec §5, §7, D5-D14)', () => {
         'INVALID_CREDENTIALS',
       );
       await sql(
-        `UPDATE app_users SET usr_status = 1, usr_is_deleted = 1 WHERE usr_email_id = ${placeholder(1)}`,
+        `UPDATE app_users SET usr_status = 1, usr_is_deleted = ${bool(true)} WHERE usr_email_id = ${placeholder(1)}`,
         ['viewer@acme.test'],
       );
       expectError(
@@ -262,9 +263,10 @@ describe('Tenant header and authentication (spec §5, §7, D5-D14)', () => {
         401,
         'INVALID_CREDENTIALS',
       );
-      await sql(`UPDATE app_users SET usr_is_deleted = 0 WHERE usr_email_id = ${placeholder(1)}`, [
-        'viewer@acme.test',
-      ]);
+      await sql(
+        `UPDATE app_users SET usr_is_deleted = ${bool(false)} WHERE usr_email_id = ${placeholder(1)}`,
+        ['viewer@acme.test'],
+      );
     });
 
     it('should throttle repeated failures per tenant + e-mail with 429 and Retry-After', async () => {

@@ -28,7 +28,7 @@ describe('Error envelope (D16-D18)', () => {
   }
 
   it('should answer an unknown route with 404 NOT_FOUND', async () => {
-    const res = await t.app.inject({ method: 'GET', url: '/api/v1/nothing-here' });
+    const res = await t.app.inject({ method: 'GET', url: '/nothing/here/at/all' });
     expect(res.statusCode).toBe(404);
     expectEnvelope(res.json(), 'NOT_FOUND');
   });

@@ -1,0 +1,117 @@
+import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyRequest } from 'fastify';
+import { hasPermission, isSystemAdmin } from '../auth/permissions';
+import { AppError, AuthorizationError, ValidationError } from '../common/errors/app-error';
+import { ProfileLoaderService, profileNotFound } from '../profile/profile-loader.service';
+import { RegistryService } from '../registry/registry.service';
+import type { EntityAction } from './entity-request';
+import './entity-request';
+
+export const ENTITY_ACTION = 'mtb:entityAction';
+
+/** The action a route performs on the entity (D22). */
+export const EntityOperation = (action: EntityAction): MethodDecorator => SetMetadata(ENTITY_ACTION, action);
+
+const ENTITY_CODE = /^[a-z][a-z0-9_]{0,99}$/i;
+
+function entityCodeOf(request: FastifyRequest): string | undefined {
+  const params = request.params as Record<string, string | undefined>;
+  // GET /api/v1/records names the entity in the query (D28).
+  const query = request.query as Record<string, unknown>;
+  return params.entity_code ?? (typeof query.entity === 'string' ? query.entity : undefined);
+}
+
+/** Chain step 2: entity info resolution (spec §4.3 rule 4, D20, D26). */
+@Injectable()
+export class EntityInfoGuard implements CanActivate {
+  constructor(private readonly registry: RegistryService) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    const code = entityCodeOf(request);
+    // Profile loader rule 1.
+    if (!code) throw new ValidationError('Entity code is required in the path');
+    if (!ENTITY_CODE.test(code) || !request.tenant) throw profileNotFound(`Entity ${code} not found`, code);
+    const entity = await this.registry.resolve(request.tenant.id, code);
+    if (!entity) throw profileNotFound(`Entity ${code} not found`, code);
+    if (!entity.supported) {
+      throw new AppError('NOT_IMPLEMENTED', `Entity ${code} is served by an unsupported database type (D26)`);
+    }
+    request.entity = entity;
+    return true;
+  }
+}
+
+/** Chain step 3: the profile loader (spec §4.3 rules 2-10). */
+@Injectable()
+export class ProfileLoaderGuard implements CanActivate {
+  constructor(private readonly loader: ProfileLoaderService) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    const code = entityCodeOf(request);
+    if (!code) throw new ValidationError('Entity code is required in the path');
+    // Rule 2.
+    if (!request.user || !request.tenant) throw new AppError('UNAUTHORIZED', 'Authentication required');
+    request.profile = await this.loader.load({ entityCode: code, tenantId: request.tenant.id });
+    return true;
+  }
+}
+
+/** Chain step 4 (D21): mutating a system-maintained entity needs admin:system. */
+@Injectable()
+export class MaintainedByGuard implements CanActivate {
+  constructor(private readonly reflector: Reflector) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    const action = this.reflector.get<EntityAction | undefined>(ENTITY_ACTION, context.getHandler());
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    const mutating = action === 'create' || action === 'update' || action === 'delete';
+    if (
+      mutating &&
+      request.entity?.maintainedBy === 'system' &&
+      !isSystemAdmin(request.user?.permissions ?? [])
+    ) {
+      throw new AuthorizationError(`Entity ${request.entity.code} is maintained by the system`);
+    }
+    return true;
+  }
+}
+
+/** Chain step 5 (D22): role permission, profile permission and profile mode must all allow it. */
+@Injectable()
+export class EntityAccessGuard implements CanActivate {
+  constructor(private readonly reflector: Reflector) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    const action = this.reflector.get<EntityAction | undefined>(ENTITY_ACTION, context.getHandler());
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    const { entity, profile, user } = request;
+    if (!action || !entity || !profile || !user) throw new AuthorizationError('Entity access denied');
+    const granted = user.permissions;
+    if (!hasPermission(granted, `${action}:entity`) && !hasPermission(granted, `${action}:${entity.code}`)) {
+      throw new AuthorizationError(`Permission ${action}:${entity.code} required`);
+    }
+    const p = profile.policy.permissions;
+    const byProfile =
+      action === 'read' ? p.read : action === 'export' ? p.export : action === 'delete' ? p.delete : p.write;
+    if (!byProfile) throw new AuthorizationError(`The profile of ${entity.code} does not allow ${action}`);
+    const mode = profile.policy.mode;
+    const readOnlyObject = entity.type !== 'TABLE';
+    const byMode =
+      mode === 'FULL'
+        ? true
+        : mode === 'READ'
+          ? action === 'read' || action === 'export'
+          : mode === 'WRITE'
+            ? action !== 'delete'
+            : entity.type === 'FUNCTION' && (action === 'read' || action === 'export');
+    if (!byMode || (readOnlyObject && action !== 'read' && action !== 'export')) {
+      throw new AuthorizationError(
+        `Entity ${entity.code} does not allow ${action} (${mode}, ${entity.type})`,
+      );
+    }
+    return true;
+  }
+}

@@ -1,0 +1,167 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { CacheService, errorMessage } from '../cache/cache.service';
+import { CACHE_TTL } from '../cache/cache-keys';
+import { AppError, NotFoundError } from '../common/errors/app-error';
+import { RegistryService } from '../registry/registry.service';
+import type { EntityInfo } from '../registry/registry.types';
+import { EntityPolicy, normalisePolicy } from './policy/policy.model';
+import { ProfileRepository, ProfileRow } from './profile.repository';
+
+/** Spec §4.3 rule 8: what the loader attaches to the request. */
+export interface LoadedProfile {
+  /** The profile row with its JSON columns parsed. */
+  profile: Omit<
+    ProfileRow,
+    'prf_policy' | 'prf_payload' | 'prf_policy_tenantpolicy' | 'prf_policy_projection'
+  > & {
+    prf_policy: unknown;
+    prf_payload: unknown;
+    prf_policy_tenantpolicy: unknown;
+    prf_policy_projection: unknown;
+  };
+  /** The one normalised policy model (D23). */
+  policy: EntityPolicy;
+  entity: EntityInfo;
+  meta: {
+    source: 'redis' | 'database';
+    cached: boolean;
+    loadedAt: string;
+    entityCode: string;
+    tenantId: string;
+  };
+}
+
+export interface LoadProfileOptions {
+  entityCode: string;
+  tenantId: string;
+  /** Rule 3 / 11: default true. */
+  cacheEnabled?: boolean;
+  /** Rule 10 / 11: seconds, default 3600. */
+  cacheTTL?: number;
+}
+
+function parseJson(value: unknown): unknown {
+  if (typeof value !== 'string' || value === '') return null;
+  try {
+    return JSON.parse(value) as unknown;
+  } catch {
+    return null;
+  }
+}
+
+/** Thrown for spec §4.3 rule 4/5 misses: 404 with `entityCode` beside the envelope (D17). */
+export function profileNotFound(message: string, entityCode: string): AppError {
+  return new NotFoundError(message, null, { entityCode });
+}
+
+/**
+ * The profile loader of spec §4.3 (rules 3-11, with D20): registry row, then the lowest-id live
+ * profile among system and own-tenant rows, cached per tenant and entity.
+ */
+@Injectable()
+export class ProfileLoaderService {
+  private readonly logger = new Logger('ProfileLoader');
+
+  constructor(
+    private readonly registry: RegistryService,
+    private readonly profiles: ProfileRepository,
+    private readonly cache: CacheService,
+  ) {}
+
+  /** Rule 11 `loadProfile`: the profile, or null when the entity or its profile does not exist. */
+  async loadProfile(options: LoadProfileOptions): Promise<LoadedProfile | null> {
+    try {
+      return await this.load(options);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'NOT_FOUND') return null;
+      throw err;
+    }
+  }
+
+  /** Like loadProfile, but a missing entity or profile is a 404 (the request path). */
+  async load(options: LoadProfileOptions): Promise<LoadedProfile> {
+    const { entityCode, tenantId } = options;
+    const cacheEnabled = options.cacheEnabled ?? true;
+    const ttl = options.cacheTTL ?? CACHE_TTL.profileRequest;
+    const key = this.cache.keys.profileRequest(tenantId, entityCode);
+
+    // Rule 3: the cache only when enabled and a tenant is known; rule 9: failures fall through.
+    if (cacheEnabled && tenantId) {
+      const hit = await this.readCache(key);
+      if (hit) {
+        const entity = await this.registry.resolve(tenantId, entityCode);
+        if (entity) {
+          // `source: 'redis'` names the cache, whichever store backs it (spec §4.3 rule 8).
+          return { ...hit, entity, meta: { ...hit.meta, source: 'redis', cached: true } };
+        }
+      }
+    }
+
+    const entity = await this.registry.resolve(tenantId, entityCode);
+    if (!entity) throw profileNotFound(`Entity ${entityCode} not found`, entityCode);
+    const row = await this.profiles.findForEntity(tenantId, entityCode);
+    if (!row) throw profileNotFound(`No active profile for entity ${entityCode}`, entityCode);
+
+    const profile: LoadedProfile['profile'] = {
+      ...row,
+      prf_policy: parseJson(row.prf_policy),
+      prf_payload: parseJson(row.prf_payload),
+      prf_policy_tenantpolicy: parseJson(row.prf_policy_tenantpolicy),
+      prf_policy_projection: parseJson(row.prf_policy_projection),
+    };
+    const policy = normalisePolicy({
+      modeCode: row.prf_mode_code,
+      policy: profile.prf_policy,
+      tenantPolicy: profile.prf_policy_tenantpolicy,
+      projection: profile.prf_policy_projection,
+    });
+    const loaded: LoadedProfile = {
+      profile,
+      policy,
+      entity,
+      meta: { source: 'database', cached: false, loadedAt: new Date().toISOString(), entityCode, tenantId },
+    };
+    if (cacheEnabled && tenantId) {
+      // The registry part is cached by the registry itself; only the profile goes here (rule 10).
+      await this.cache.setJson(key, { profile, policy, meta: loaded.meta }, ttl);
+    }
+    return loaded;
+  }
+
+  /** Rule 11 `loadBulk`: entity code → profile; failures are logged and skipped. */
+  async loadBulk(tenantId: string, entityCodes: string[]): Promise<Map<string, LoadedProfile>> {
+    const result = new Map<string, LoadedProfile>();
+    for (const code of entityCodes) {
+      try {
+        const loaded = await this.loadProfile({ entityCode: code, tenantId });
+        if (loaded) result.set(code, loaded);
+        else this.logger.warn({ entityCode: code, tenantId }, 'loadBulk: no profile');
+      } catch (err) {
+        this.logger.warn({ entityCode: code, tenantId, err: errorMessage(err) }, 'loadBulk: profile failed');
+      }
+    }
+    return result;
+  }
+
+  /** Rule 11 `invalidateCache`: one tenant's entry of one entity. */
+  async invalidateCache(entityCode: string, tenantId: string): Promise<void> {
+    await this.cache.delete([this.cache.keys.profileRequest(tenantId, entityCode)]);
+  }
+
+  /** Rule 11 `invalidateEntityCache`: every tenant's entry of one entity, by scanning keys. */
+  async invalidateEntityCache(entityCode: string): Promise<number> {
+    return this.cache.deletePattern(this.cache.keys.profileRequestAllTenants(entityCode));
+  }
+
+  private async readCache(key: string): Promise<Omit<LoadedProfile, 'entity'> | undefined> {
+    try {
+      return await this.cache.getJson<Omit<LoadedProfile, 'entity'>>(key);
+    } catch (err) {
+      this.logger.warn(
+        { key, err: errorMessage(err) },
+        'Profile cache unavailable; loading from the database',
+      );
+      return undefined;
+    }
+  }
+}
