@@ -1,7 +1,11 @@
 import { Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import { CacheService } from '../cache/cache.service';
+import { CACHE_TTL } from '../cache/cache-keys';
 import type { FastifyRequest } from 'fastify';
 import { FieldError, NotFoundError, ValidationError } from '../common/errors/app-error';
 import { applyProjection, filterableFields, visibleFields } from '../profile/policy/masking';
+import { rowFilterVariables } from '../profile/policy/row-filter';
 import type { FieldDef } from '../registry/registry.types';
 import type { ListQuery } from './entity-query';
 import { EntityRepository, Row } from './entity.repository';
@@ -26,7 +30,10 @@ function chain(request: FastifyRequest) {
 /** Read rules of spec §4.3; writes follow in the next increment. */
 @Injectable()
 export class EntityService {
-  constructor(private readonly repository: EntityRepository) {}
+  constructor(
+    private readonly repository: EntityRepository,
+    private readonly cache: CacheService,
+  ) {}
 
   /** Parses `filters[field]`, `limit`, `skip`, `sortBy`, `sortOrder` (spec §4.3 style 2). */
   parseListQuery(request: FastifyRequest): ListQuery {
@@ -68,7 +75,36 @@ export class EntityService {
     return { filters, limit, skip, sortBy, sortOrder: sortOrder as 'asc' | 'desc' };
   }
 
+  /**
+   * D27: list results are cached for 300 s under `{prefix}:list:{tenantId}:{entityCode}:{hash}`.
+   * The tenant is part of the key by construction; the hash covers the query, the profile version
+   * and, when the row filter uses @user variables, those variables, so one user's filtered view is
+   * never served to another. Writes drop the tenant's keys of the entity.
+   */
   async list(request: FastifyRequest, query: ListQuery): Promise<ListResult> {
+    const { entity, policy, ctx } = chain(request);
+    const vars = policy.rowFilter ? rowFilterVariables(policy.rowFilter) : { tenant: false, userAttrs: [] };
+    const hash = createHash('sha256')
+      .update(
+        JSON.stringify({
+          query,
+          profile: request.profile?.profile.prf_id,
+          registry: entity.registryId,
+          // A row filter with @user variables makes the result per user.
+          user: vars.userAttrs.length > 0 ? ctx.user.userId : null,
+        }),
+      )
+      .digest('hex')
+      .slice(0, 32);
+    const key = this.cache.keys.entityList(ctx.tenantId, entity.code, hash);
+    const cached = await this.cache.getJson<ListResult>(key);
+    if (cached) return cached;
+    const result = await this.query(request, query);
+    await this.cache.setJson(key, result, CACHE_TTL.entityList);
+    return result;
+  }
+
+  private async query(request: FastifyRequest, query: ListQuery): Promise<ListResult> {
     const { entity, policy, ctx } = chain(request);
     const fields = visibleFields(policy, entity.fields).map((name) =>
       entity.fields.find((f) => f.name === name)!,

@@ -1,3 +1,4 @@
+import { CacheService } from '../../src/cache/cache.service';
 import { DatabaseService } from '../../src/database/database.service';
 import { authHeaders, signin, TENANT } from '../support/auth';
 import { startTestApp, TestApp } from '../support/test-app';
@@ -187,5 +188,55 @@ describe('Entity reads (spec §4.3, D20-D28)', () => {
       const roles = (await get('/api/v1/roles?limit=500', TENANT.globex, 'globexAdmin')).json().data.records;
       expect(roles.map((r: { code: string }) => r.code).sort()).toEqual(['ADMIN', 'VIEWER']);
     });
+  });
+});
+
+describe('Entity list cache (D27)', () => {
+  let t: TestApp;
+  let acme: string;
+  let globex: string;
+
+  beforeAll(async () => {
+    t = await startTestApp({ label: 'entity-cache' });
+    acme = (await signin(t.app, TENANT.acme, 'admin@acme.test')).token;
+    globex = (await signin(t.app, TENANT.globex, 'admin@globex.test')).token;
+  });
+
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('should cache a list under the tenant and never serve it to another tenant', async () => {
+    const url = '/api/v1/customers?limit=5&sortBy=name';
+    const first = (await t.app.inject({ method: 'GET', url, headers: authHeaders(TENANT.acme, acme) })).json()
+      .data;
+    const cache = t.app.get(CacheService);
+    const acmeKeys = await cache.store.keys(cache.keys.entityListAll(TENANT.acme, 'customers'));
+    expect(acmeKeys).toHaveLength(1);
+    const again = (await t.app.inject({ method: 'GET', url, headers: authHeaders(TENANT.acme, acme) })).json()
+      .data;
+    expect(again.records).toEqual(first.records);
+    const other = (
+      await t.app.inject({ method: 'GET', url, headers: authHeaders(TENANT.globex, globex) })
+    ).json().data;
+    expect(other.total).toBe(30);
+    expect(
+      other.records
+        .map((r: { email: string }) => r.email)
+        .every((e: string) => e.endsWith('@globex.example')),
+    ).toBe(true);
+    expect(await cache.store.keys(cache.keys.entityListAll(TENANT.globex, 'customers'))).toHaveLength(1);
+  });
+
+  it('should serve a cached page without querying the database again', async () => {
+    const url = '/api/v1/orders?limit=3';
+    const cache = t.app.get(CacheService);
+    await t.app.inject({ method: 'GET', url, headers: authHeaders(TENANT.acme, acme) });
+    const [key] = await cache.store.keys(cache.keys.entityListAll(TENANT.acme, 'orders'));
+    const cached = await cache.getJson<{ total: number }>(key);
+    await cache.setJson(key, { ...cached, total: -1 }, 60);
+    const res = (await t.app.inject({ method: 'GET', url, headers: authHeaders(TENANT.acme, acme) })).json()
+      .data;
+    expect(res.total).toBe(-1);
   });
 });
