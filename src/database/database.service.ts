@@ -4,30 +4,9 @@ import type { AppConfig } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';
 import { createDataSource, ensureDatabaseExists } from './data-source.factory';
 import { Dialect, dialectOf } from './dialect';
+import { retryConnect, sleep } from './connections/connect-retry';
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Driver errors worth retrying: the server is not there yet or is starting. */
-export function isTransientConnectError(err: unknown): boolean {
-  const e = err as { code?: string; message?: string } | undefined;
-  const code = e?.code ?? '';
-  const message = e?.message ?? '';
-  return (
-    [
-      'ECONNREFUSED',
-      'ECONNRESET',
-      'ETIMEDOUT',
-      'EHOSTUNREACH',
-      'ENOTFOUND',
-      'EAI_AGAIN',
-      'ESOCKET',
-      'ETIMEOUT',
-      'PROTOCOL_CONNECTION_LOST',
-      '57P03',
-      'ER_CON_COUNT_ERROR',
-    ].includes(code) || /the database system is starting up|timeout|connect/i.test(message)
-  );
-}
+export { isTransientConnectError } from './connections/connect-retry';
 
 export interface PoolStats {
   total: number;
@@ -86,29 +65,24 @@ export class DatabaseService implements OnApplicationShutdown {
 
   private async connectWithRetry(): Promise<void> {
     const { connectMaxAttempts, resumeMaxWaitMs } = this.config.db;
-    const deadline = Date.now() + resumeMaxWaitMs;
-    for (let attempt = 1; ; attempt++) {
-      try {
+    const { attempts } = await retryConnect(
+      async () => {
         await ensureDatabaseExists(this.config.db).then((created) => {
           if (created) this.logger.log(`Created database ${this.config.db.name}`);
         });
         await this.dataSource.initialize();
-        this.logger.log(`Connected to ${this.describe()} (attempt ${attempt})`);
-        return;
-      } catch (err) {
-        const transient = isTransientConnectError(err);
-        const delay = Math.min(500 * 2 ** (attempt - 1), 10_000);
-        const message = err instanceof Error ? err.message : String(err);
-        if (!transient || attempt >= connectMaxAttempts || Date.now() + delay > deadline) {
-          this.logger.error(`Database connection failed after ${attempt} attempt(s): ${message}`);
-          throw err;
-        }
-        this.logger.warn(
-          `Database not reachable (attempt ${attempt}/${connectMaxAttempts}): ${message}; retrying in ${delay} ms`,
-        );
-        await sleep(delay);
-      }
-    }
+      },
+      { maxAttempts: connectMaxAttempts, deadline: Date.now() + resumeMaxWaitMs },
+      {
+        onRetry: (attempt, delay, message) =>
+          this.logger.warn(
+            `Database not reachable (attempt ${attempt}/${connectMaxAttempts}): ${message}; retrying in ${delay} ms`,
+          ),
+        onGiveUp: (attempt, message) =>
+          this.logger.error(`Database connection failed after ${attempt} attempt(s): ${message}`),
+      },
+    );
+    this.logger.log(`Connected to ${this.describe()} (attempt ${attempts})`);
   }
 
   /** Applies pending migrations, each in its own transaction, logging each one. */

@@ -2,6 +2,7 @@ import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import type { AppConfig } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';
 import { CacheService, errorMessage } from '../cache/cache.service';
+import { ConnectionsService } from '../database/connections/connections.service';
 import { DatabaseService } from '../database/database.service';
 import { DEV_DEMO_PASSWORD } from '../database/seed/demo-data';
 import { seedDemo } from '../database/seed/demo-seed';
@@ -29,6 +30,7 @@ export class StartupService implements OnApplicationBootstrap {
     private readonly readiness: ReadinessService,
     private readonly cache: CacheService,
     private readonly database: DatabaseService,
+    private readonly connections: ConnectionsService,
   ) {}
 
   registerBootstrapStep(step: BootstrapStep): void {
@@ -106,7 +108,18 @@ export class StartupService implements OnApplicationBootstrap {
           total > 0 ? `Demo data seeded: ${JSON.stringify(report.inserted)}` : 'Demo data already present',
         );
       }
-      // External connections (D3) join this routine when the registry serves them.
+      // D3: externalDbs is set once every active app_connections row is open (at once when there
+      // are none). Rows that cannot be used as stored are skipped with an error log; a connection
+      // that gives up keeps the flag false, while the config database stays usable (true below).
+      const report = await this.connections.openAll();
+      if (report.failed.length > 0) {
+        const reason = `external connection(s) not opened: ${report.failed
+          .map((f) => `${f.code} (${f.reason})`)
+          .join('; ')}`;
+        this.readiness.markFailed(reason);
+        this.logger.error(`Giving up: ${reason}; externalDbs stays false until restarted`);
+        return true;
+      }
       this.readiness.set('externalDbs');
       return true;
     } catch (err) {

@@ -1,0 +1,124 @@
+import { encryptConnectionString } from '../../src/database/connections/connection-string.crypto';
+import { ConnectionsService } from '../../src/database/connections/connections.service';
+import { startTestApp, TestApp } from '../support/test-app';
+import {
+  createTestDatabase,
+  migratedDataSource,
+  TestDatabase,
+  TestDialect,
+  testDialect,
+} from '../support/test-database';
+
+/**
+ * D3 through the whole application: StartupService opens app_connections after migrations and
+ * seed, and sets externalDbs only when every active connection is open.
+ */
+const KEY = 'b1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f91';
+const externalDialect: TestDialect =
+  testDialect() === 'postgres' ? 'mariadb' : testDialect() === 'mariadb' ? 'postgres' : 'sqlite';
+
+function urlOf(db: TestDatabase): string {
+  const c = db.config;
+  if (c.type === 'sqlite') return `sqlite://${c.name}`;
+  return `${c.type}://${encodeURIComponent(c.user)}:${encodeURIComponent(c.password)}@${c.host}:${c.port}/${c.name}`;
+}
+
+/** A migrated configuration database holding the given app_connections rows. */
+async function configDbWith(label: string, rows: Array<{ code: string; url: string; type: string }>) {
+  const db = await createTestDatabase(label);
+  const ds = await migratedDataSource(db);
+  try {
+    for (const row of rows) {
+      await ds
+        .createQueryBuilder()
+        .insert()
+        .into('app_connections')
+        .values({
+          con_code: row.code,
+          con_connection_string: encryptConnectionString(row.url, KEY),
+          con_connection_type: row.type,
+        })
+        .execute();
+    }
+  } finally {
+    await ds.destroy();
+  }
+  return db;
+}
+
+async function startOn(label: string, db: TestDatabase, env: Record<string, string> = {}): Promise<TestApp> {
+  return startTestApp({
+    label,
+    env: { DB_NAME: db.env.DB_NAME, CONNECTION_ENCRYPTION_KEY: KEY, ...env },
+  });
+}
+
+describe('External connections at start-up (D3)', () => {
+  describe('when every connection opens', () => {
+    let external: TestDatabase;
+    let configDb: TestDatabase;
+    let t: TestApp;
+
+    beforeAll(async () => {
+      external = await createTestDatabase('conn_e2e_ext', externalDialect);
+      const ds = await migratedDataSource(external);
+      await ds.destroy();
+      configDb = await configDbWith('conn_e2e_ok', [
+        {
+          code: 'erp',
+          url: urlOf(external),
+          type: externalDialect === 'postgres' ? 'postgresql' : externalDialect,
+        },
+      ]);
+      t = await startOn('conn_e2e_ok_app', configDb);
+    });
+
+    afterAll(async () => {
+      await t?.close();
+      await configDb?.drop();
+      await external?.drop();
+    });
+
+    it('should be ready with externalDbs set and serve the pool through dataSourceFor', async () => {
+      const res = await t.app.inject({ method: 'GET', url: '/readyz' });
+      expect(res.statusCode).toBe(200);
+      expect(res.json().info.externalDbs.status).toBe('up');
+      const connections = t.app.get(ConnectionsService);
+      expect(connections.status()).toEqual([expect.objectContaining({ code: 'erp', state: 'open' })]);
+      // The external database is a migrated one of its own: its tenant table is empty, while the
+      // configuration database got the demo seed.
+      const ext = await connections.dataSourceFor('erp', '1').query('SELECT COUNT(*) AS n FROM app_tenants');
+      const cfg = await connections.dataSourceFor(null, '1').query('SELECT COUNT(*) AS n FROM app_tenants');
+      expect(Number(ext[0].n)).toBe(0);
+      expect(Number(cfg[0].n)).toBeGreaterThan(0);
+    });
+  });
+
+  describe('when a connection gives up', () => {
+    let configDb: TestDatabase;
+    let t: TestApp;
+
+    beforeAll(async () => {
+      configDb = await configDbWith('conn_e2e_down', [
+        { code: 'down', url: 'postgres://postgres:x@127.0.0.1:1/nothing', type: 'postgresql' },
+      ]);
+      t = await startOn('conn_e2e_down_app', configDb, { SQL_CONNECT_MAX_ATTEMPTS: '1' });
+    });
+
+    afterAll(async () => {
+      await t?.close();
+      await configDb?.drop();
+    });
+
+    it('should stay not ready with externalDbs down and say why on /healthz', async () => {
+      const ready = await t.app.inject({ method: 'GET', url: '/readyz' });
+      expect(ready.statusCode).toBe(503);
+      expect(ready.json().error.externalDbs.status).toBe('down');
+      expect(ready.json().info.cache.status).toBe('up');
+      const health = (await t.app.inject({ method: 'GET', url: '/healthz' })).json();
+      expect(health.info.process.ready).toBe(false);
+      expect(health.info.process.startupFailure).toMatch(/^external connection\(s\) not opened: down \(/);
+      expect((await t.app.inject({ method: 'GET', url: '/api/v1/anything' })).statusCode).toBe(503);
+    });
+  });
+});
