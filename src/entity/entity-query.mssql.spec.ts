@@ -2,7 +2,7 @@ import { DataSource, SelectQueryBuilder } from 'typeorm';
 import type { AuthUser } from '../common/request-context';
 import { DbType, loadConfig } from '../config/config.schema';
 import { createDataSource } from '../database/data-source.factory';
-import type { DatabaseService } from '../database/database.service';
+import type { ConnectionsService } from '../database/connections/connections.service';
 import { mssqlDataSource } from '../database/mssql-sql';
 import { DEMO_ENTITIES, DEMO_PROFILES, JsonObject } from '../database/seed/demo-data';
 import { filterableFields, visibleFields } from '../profile/policy/masking';
@@ -127,7 +127,7 @@ async function capture(ds: DataSource, work: (repo: EntityRepository) => Promise
     return undefined;
   });
   try {
-    await work(new EntityRepository({ dataSource: ds } as DatabaseService));
+    await work(new EntityRepository({ dataSourceFor: () => ds } as unknown as ConnectionsService));
   } finally {
     many.mockRestore();
     one.mockRestore();

@@ -1,7 +1,15 @@
-import type { DataSource, SelectQueryBuilder } from 'typeorm';
+import type {
+  DataSource,
+  InsertQueryBuilder,
+  ObjectLiteral,
+  QueryRunner,
+  SelectQueryBuilder,
+  UpdateQueryBuilder,
+} from 'typeorm';
+import { isSystemAdmin } from '../auth/permissions';
 import { FieldError, ValidationError } from '../common/errors/app-error';
 import type { AuthUser } from '../common/request-context';
-import type { EntityPolicy } from '../profile/policy/policy.model';
+import type { EntityPolicy, TenantMode } from '../profile/policy/policy.model';
 import { compileRowFilter } from '../profile/policy/row-filter.compile';
 import type { EntityInfo, FieldDef } from '../registry/registry.types';
 
@@ -32,27 +40,57 @@ function userAttributes(user: AuthUser): Record<string, string | number | boolea
   };
 }
 
-/** SELECT … FROM <table> e WHERE <tenant> AND <not deleted> AND <row filter>. */
-export function scoped(
-  ds: DataSource,
+/** One condition of a scope: SQL with named parameters only. */
+export interface ScopeCondition {
+  sql: string;
+  params: Record<string, unknown>;
+}
+
+/**
+ * The tenant mode reads use. STRICT: own rows only. OPTIONAL: own rows and system-wide (NULL) rows.
+ * PERMISSIVE: no tenant clause, and only for system-maintained entities; a tenant-maintained entity
+ * is treated as OPTIONAL, so a profile can never open one tenant's rows to another.
+ */
+export function readTenantMode(entity: EntityInfo, policy: EntityPolicy): TenantMode {
+  return policy.tenantMode === 'PERMISSIVE' && entity.maintainedBy !== 'system'
+    ? 'OPTIONAL'
+    : policy.tenantMode;
+}
+
+/**
+ * The tenant mode writes (update, delete) use: the caller's own rows only. A system admin may also
+ * reach system-wide (tenant NULL) rows when the policy is not STRICT (D21); no write ever reaches
+ * another tenant's rows, whatever the policy says.
+ */
+export function writeTenantMode(entity: EntityInfo, policy: EntityPolicy, user: AuthUser): TenantMode {
+  return isSystemAdmin(user.permissions) && readTenantMode(entity, policy) !== 'STRICT'
+    ? 'OPTIONAL'
+    : 'STRICT';
+}
+
+/**
+ * The conditions `scoped()` adds — tenant, soft delete, row filter — with columns written by
+ * `column`, so that SELECTs (aliased) and UPDATEs (unaliased) share one definition of the scope.
+ */
+export function scopeConditions(
   entity: EntityInfo,
   policy: EntityPolicy,
   ctx: QueryContext,
-): SelectQueryBuilder<Record<string, unknown>> {
-  const qb: SelectQueryBuilder<Record<string, unknown>> = ds.createQueryBuilder().from(entity.table, ALIAS);
-  const tenantCol = col(ds, entity.columns.tenant);
+  column: (name: string) => string,
+  mode: TenantMode = readTenantMode(entity, policy),
+): ScopeCondition[] {
+  const out: ScopeCondition[] = [];
+  const tenantCol = column(entity.columns.tenant);
   const tenantId = Number(ctx.tenantId);
-  // STRICT: own rows only. OPTIONAL: own rows and system-wide (NULL) rows. PERMISSIVE: no tenant
-  // clause, and only for system-maintained entities; a tenant-maintained entity is treated as
-  // OPTIONAL, so a profile can never open one tenant's rows to another.
-  const mode =
-    policy.tenantMode === 'PERMISSIVE' && entity.maintainedBy !== 'system' ? 'OPTIONAL' : policy.tenantMode;
-  if (mode === 'STRICT') qb.where(`${tenantCol} = :__tenantId`, { __tenantId: tenantId });
+  if (mode === 'STRICT') out.push({ sql: `${tenantCol} = :__tenantId`, params: { __tenantId: tenantId } });
   else if (mode === 'OPTIONAL')
-    qb.where(`(${tenantCol} = :__tenantId OR ${tenantCol} IS NULL)`, { __tenantId: tenantId });
-  else qb.where('1 = 1');
-  const deleted = col(ds, entity.columns.isDeleted);
-  qb.andWhere(`(${deleted} = :__notDeleted OR ${deleted} IS NULL)`, { __notDeleted: 0 });
+    out.push({
+      sql: `(${tenantCol} = :__tenantId OR ${tenantCol} IS NULL)`,
+      params: { __tenantId: tenantId },
+    });
+  else out.push({ sql: '1 = 1', params: {} });
+  const deleted = column(entity.columns.isDeleted);
+  out.push({ sql: `(${deleted} = :__notDeleted OR ${deleted} IS NULL)`, params: { __notDeleted: 0 } });
   if (policy.rowFilter) {
     const byName = new Map(entity.fields.map((f) => [f.name, f]));
     const compiled = compileRowFilter(
@@ -60,13 +98,142 @@ export function scoped(
       { tenantId: ctx.tenantId, user: userAttributes(ctx.user) },
       (field) => {
         const f = byName.get(field);
-        return f ? col(ds, f.column) : undefined;
+        return f ? column(f.column) : undefined;
       },
       '__rf',
     );
-    qb.andWhere(`(${compiled.sql})`, compiled.params);
+    out.push({ sql: `(${compiled.sql})`, params: compiled.params });
+  }
+  return out;
+}
+
+export interface ScopeOptions {
+  /** Run on this query runner (a transaction's). */
+  queryRunner?: QueryRunner;
+  /** Tenant mode to apply instead of the read mode (writes: `writeTenantMode`). */
+  tenantMode?: TenantMode;
+}
+
+/** SELECT … FROM <table> e WHERE <tenant> AND <not deleted> AND <row filter>. */
+export function scoped(
+  ds: DataSource,
+  entity: EntityInfo,
+  policy: EntityPolicy,
+  ctx: QueryContext,
+  options: ScopeOptions = {},
+): SelectQueryBuilder<Record<string, unknown>> {
+  const qb: SelectQueryBuilder<Record<string, unknown>> = ds
+    .createQueryBuilder(options.queryRunner)
+    .from(entity.table, ALIAS);
+  const conditions = scopeConditions(entity, policy, ctx, (c) => col(ds, c), options.tenantMode);
+  conditions.forEach((c, i) => (i === 0 ? qb.where(c.sql, c.params) : qb.andWhere(c.sql, c.params)));
+  return qb;
+}
+
+/**
+ * Live rows of the caller's own tenant, without the row filter: what uniqueness, references and
+ * dependents (D25) are checked against. Never reaches another tenant's or system-wide rows.
+ */
+export function tenantLiveRows(
+  ds: DataSource,
+  entity: EntityInfo,
+  tenantId: string,
+  queryRunner?: QueryRunner,
+): SelectQueryBuilder<Record<string, unknown>> {
+  const qb: SelectQueryBuilder<Record<string, unknown>> = ds
+    .createQueryBuilder(queryRunner)
+    .from(entity.table, ALIAS);
+  qb.where(`${col(ds, entity.columns.tenant)} = :__tenantId`, { __tenantId: Number(tenantId) });
+  const deleted = col(ds, entity.columns.isDeleted);
+  qb.andWhere(`(${deleted} = :__notDeleted OR ${deleted} IS NULL)`, { __notDeleted: 0 });
+  return qb;
+}
+
+/**
+ * INSERT INTO <table> (<columns>) VALUES (…). Columns are registry identifiers (the caller maps field
+ * names); values are parameters. PostgreSQL and SQL Server return the new key with RETURNING/OUTPUT.
+ */
+export function insertRow(
+  ds: DataSource,
+  entity: EntityInfo,
+  row: Record<string, unknown>,
+  queryRunner?: QueryRunner,
+): InsertQueryBuilder<ObjectLiteral> {
+  // Without entity metadata the builder takes values in the order of the column list.
+  const qb = ds.createQueryBuilder(queryRunner).insert().into(entity.table, Object.keys(row)).values(row);
+  const type = ds.driver.options.type;
+  if (type === 'postgres' || type === 'mssql') qb.returning(entity.primaryKeyColumn);
+  return qb;
+}
+
+/** The key of the row `insertRow` inserted, from the driver's raw result. */
+export function insertedId(ds: DataSource, raw: unknown): number {
+  const type = ds.driver.options.type;
+  let value: unknown = raw;
+  if (Array.isArray(raw)) value = (raw[0] as Record<string, unknown> | undefined) ?? undefined;
+  if (value && typeof value === 'object') {
+    const r = value as Record<string, unknown>;
+    value = type === 'mysql' || type === 'mariadb' ? r.insertId : Object.values(r)[0];
+  }
+  const id = Number(typeof value === 'bigint' ? value.toString() : value);
+  if (!Number.isSafeInteger(id)) throw new Error('The database did not return the new key');
+  return id;
+}
+
+/**
+ * UPDATE <table> SET … WHERE <pk> = :id AND <tenant> AND <not deleted> AND <row filter>
+ * [AND <last_modified> = :expected]: the scope of `scoped()` (in the write tenant mode) on an
+ * unaliased UPDATE. With `lastModified`, the update is a compare-and-set: 0 affected rows means the
+ * row changed (or went) since it was read (D24).
+ */
+export function scopedUpdate(
+  ds: DataSource,
+  entity: EntityInfo,
+  policy: EntityPolicy,
+  ctx: QueryContext,
+  id: number,
+  set: Record<string, unknown>,
+  options: { queryRunner?: QueryRunner; lastModified?: { value: unknown } } = {},
+): UpdateQueryBuilder<ObjectLiteral> {
+  const esc = (c: string): string => ds.driver.escape(c);
+  const qb = ds
+    .createQueryBuilder(options.queryRunner)
+    .update(entity.table)
+    .set(set)
+    .where(`${esc(entity.primaryKeyColumn)} = :__id`, { __id: id });
+  const mode = writeTenantMode(entity, policy, ctx.user);
+  for (const c of scopeConditions(entity, policy, ctx, esc, mode)) qb.andWhere(c.sql, c.params);
+  if (options.lastModified) {
+    const lm = esc(entity.columns.lastModified);
+    if (options.lastModified.value === null || options.lastModified.value === undefined)
+      qb.andWhere(`${lm} IS NULL`);
+    else
+      qb.andWhere(`${lm} = :__expectedLastModified`, { __expectedLastModified: options.lastModified.value });
   }
   return qb;
+}
+
+/**
+ * UPDATE <table> SET … WHERE <pk> = :id AND <tenant> = :tenantId AND <not deleted>: a row of the
+ * caller's own tenant reached by a cascade (D25), where the dependent entity's profile is not loaded.
+ */
+export function tenantRowUpdate(
+  ds: DataSource,
+  entity: EntityInfo,
+  tenantId: string,
+  id: number,
+  set: Record<string, unknown>,
+  queryRunner?: QueryRunner,
+): UpdateQueryBuilder<ObjectLiteral> {
+  const esc = (c: string): string => ds.driver.escape(c);
+  const deleted = esc(entity.columns.isDeleted);
+  return ds
+    .createQueryBuilder(queryRunner)
+    .update(entity.table)
+    .set(set)
+    .where(`${esc(entity.primaryKeyColumn)} = :__id`, { __id: id })
+    .andWhere(`${esc(entity.columns.tenant)} = :__tenantId`, { __tenantId: Number(tenantId) })
+    .andWhere(`(${deleted} = :__notDeleted OR ${deleted} IS NULL)`, { __notDeleted: 0 });
 }
 
 /** Selects the given fields under their API names. */

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DatabaseService } from '../database/database.service';
+import { ConnectionsService } from '../database/connections/connections.service';
 import type { EntityPolicy } from '../profile/policy/policy.model';
 import type { EntityInfo, FieldDef } from '../registry/registry.types';
 import { applyListQuery, col, ListQuery, QueryContext, scoped, selectFields } from './entity-query';
@@ -9,10 +9,11 @@ export type Row = Record<string, unknown>;
 /** Queries of registered entity tables; every one starts from the tenant-scoped builder. */
 @Injectable()
 export class EntityRepository {
-  constructor(private readonly database: DatabaseService) {}
+  constructor(private readonly connections: ConnectionsService) {}
 
-  private get ds() {
-    return this.database.dataSource;
+  /** D3: the entity's connection (the configuration database for null / 'default'). */
+  private dsFor(entity: EntityInfo, ctx: QueryContext) {
+    return this.connections.dataSourceFor(entity.connectionCode, ctx.tenantId);
   }
 
   async list(
@@ -23,11 +24,12 @@ export class EntityRepository {
     filterable: Set<string>,
     query: ListQuery,
   ): Promise<{ rows: Row[]; total: number }> {
-    const base = scoped(this.ds, entity, policy, ctx);
-    applyListQuery(this.ds, base, entity, filterable, query);
+    const ds = this.dsFor(entity, ctx);
+    const base = scoped(ds, entity, policy, ctx);
+    applyListQuery(ds, base, entity, filterable, query);
     const countQb = base.clone().orderBy().select('COUNT(*)', 'total');
     const pageQb = base.clone();
-    selectFields(this.ds, pageQb, fields);
+    selectFields(ds, pageQb, fields);
     pageQb.offset(query.skip).limit(query.limit);
     const [rows, count] = await Promise.all([
       pageQb.getRawMany<Row>(),
@@ -43,11 +45,11 @@ export class EntityRepository {
     fields: FieldDef[],
     id: number,
   ): Promise<Row | undefined> {
-    const qb = scoped(this.ds, entity, policy, ctx).andWhere(
-      `${col(this.ds, entity.primaryKeyColumn)} = :__id`,
-      { __id: id },
-    );
-    selectFields(this.ds, qb, fields);
+    const ds = this.dsFor(entity, ctx);
+    const qb = scoped(ds, entity, policy, ctx).andWhere(`${col(ds, entity.primaryKeyColumn)} = :__id`, {
+      __id: id,
+    });
+    selectFields(ds, qb, fields);
     return qb.getRawOne<Row>();
   }
 }

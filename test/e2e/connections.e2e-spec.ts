@@ -1,5 +1,6 @@
 import { encryptConnectionString } from '../../src/database/connections/connection-string.crypto';
 import { ConnectionsService } from '../../src/database/connections/connections.service';
+import { authHeaders, signin, TENANT } from '../support/auth';
 import { startTestApp, TestApp } from '../support/test-app';
 import {
   createTestDatabase,
@@ -91,6 +92,92 @@ describe('External connections at start-up (D3)', () => {
       const cfg = await connections.dataSourceFor(null, '1').query('SELECT COUNT(*) AS n FROM app_tenants');
       expect(Number(ext[0].n)).toBe(0);
       expect(Number(cfg[0].n)).toBeGreaterThan(0);
+    });
+    it('should serve an entity whose registry row names the connection from the other database', async () => {
+      const connections = t.app.get(ConnectionsService);
+      const ext = connections.dataSourceFor('erp', '1');
+      const cfg = connections.dataSourceFor(null, '1');
+      // Customer rows only in the external database (its demo_customers table, tenants 1 and 2;
+      // its app_tenants rows exist only for the foreign key).
+      for (const code of ['ext-acme', 'ext-globex']) {
+        await ext
+          .createQueryBuilder()
+          .insert()
+          .into('app_tenants')
+          .values({ tnt_tenant_code: code, tnt_tenant_name: code })
+          .execute();
+      }
+      for (const [tenant, name] of [
+        [1, 'Remote Ada'],
+        [1, 'Remote Alan'],
+        [2, 'Remote Grace'],
+      ] as const) {
+        await ext
+          .createQueryBuilder()
+          .insert()
+          .into('demo_customers')
+          .values({
+            cus_tenant_id: tenant,
+            cus_name: name,
+            cus_email: `${name.split(' ')[1].toLowerCase()}@remote.example`,
+            cus_status: 1,
+            cus_is_deleted: 0,
+          })
+          .execute();
+      }
+      // Registry and profile rows in the configuration database: a copy of `customers` on connection erp.
+      const [reg] = await cfg
+        .createQueryBuilder()
+        .select('r.*')
+        .from('app_object_registries', 'r')
+        .where("r.obj_code = 'customers'")
+        .getRawMany();
+      const { obj_id: _id, ...regCopy } = reg;
+      await cfg
+        .createQueryBuilder()
+        .insert()
+        .into('app_object_registries')
+        .values({ ...regCopy, obj_code: 'remote_customers', obj_connection_code: 'erp' })
+        .execute();
+      const [prf] = await cfg
+        .createQueryBuilder()
+        .select('p.*')
+        .from('app_object_profiles', 'p')
+        .where("p.prf_code = 'customers'")
+        .getRawMany();
+      const { prf_id: _pid, ...prfCopy } = prf;
+      await cfg
+        .createQueryBuilder()
+        .insert()
+        .into('app_object_profiles')
+        .values({ ...prfCopy, prf_code: 'remote_customers', prf_object_code: 'remote_customers' })
+        .execute();
+
+      const read = async (tenant: string, email: string) => {
+        const token = (await signin(t.app, tenant, email)).token;
+        return t.app.inject({
+          method: 'GET',
+          url: '/api/v1/remote_customers?sortBy=name',
+          headers: authHeaders(tenant, token),
+        });
+      };
+      const acme = await read(TENANT.acme, 'admin@acme.test');
+      expect(acme.statusCode).toBe(200);
+      expect(acme.json().data.records.map((r: { name: string }) => r.name)).toEqual([
+        'Remote Ada',
+        'Remote Alan',
+      ]);
+      const globex = await read(TENANT.globex, 'admin@globex.test');
+      expect(globex.json().data.records.map((r: { name: string }) => r.name)).toEqual(['Remote Grace']);
+
+      const token = (await signin(t.app, TENANT.acme, 'admin@acme.test')).token;
+      const write = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/remote_customers',
+        headers: authHeaders(TENANT.acme, token),
+        payload: { name: 'X', email: 'x@remote.example' },
+      });
+      expect(write.statusCode).toBe(501);
     });
   });
 
