@@ -1,0 +1,241 @@
+import { DataSource } from 'typeorm';
+import { DatabaseService } from '../../src/database/database.service';
+import { authHeaders, signin, TENANT } from '../support/auth';
+import { listRoutes, RouteInfo } from '../support/routes';
+import { startTestApp, TestApp } from '../support/test-app';
+
+/**
+ * The isolation matrix, generated from the registered entity routes: for every route and every
+ * demo entity, a user of one tenant tries to read, list, filter, sort, update, delete (with and
+ * without cascade), create against, and page through the cache into another tenant's rows.
+ * Every attempt must fail or return only the caller's own rows, and afterwards the victim
+ * tenant's rows must be exactly as before. A new entity route without attacks fails the test.
+ */
+interface EntitySpec {
+  code: string;
+  table: string;
+  tenantColumn: string;
+  idColumn: string;
+  /** A harmless field change for updates. */
+  change: Record<string, unknown>;
+  /** A create body that points at a victim row or names the tenant. */
+  create: (victimId: number) => Record<string, unknown>;
+}
+
+const ENTITIES: EntitySpec[] = [
+  {
+    code: 'customers',
+    table: 'demo_customers',
+    tenantColumn: 'cus_tenant_id',
+    idColumn: 'cus_id',
+    change: { name: 'Hijacked' },
+    create: () => ({ name: 'Intruder', email: 'intruder@evil.example', tenant_id: 1, cus_tenant_id: 1 }),
+  },
+  {
+    code: 'orders',
+    table: 'demo_orders',
+    tenantColumn: 'ord_tenant_id',
+    idColumn: 'ord_id',
+    change: { amount: 1 },
+    create: (victimId) => ({ customer_id: victimId, amount: 5 }),
+  },
+  {
+    code: 'users',
+    table: 'app_users',
+    tenantColumn: 'usr_tenant_id',
+    idColumn: 'usr_id',
+    change: { first_name: 'Hijacked' },
+    create: () => ({ email_id: 'intruder@evil.example', password: 'Intruder-Passw0rd', usr_tenant_id: 1 }),
+  },
+  {
+    code: 'roles',
+    table: 'app_roles',
+    tenantColumn: 'rol_tenant_id',
+    idColumn: 'rol_id',
+    change: { description: 'Hijacked' },
+    create: () => ({ code: 'EVIL', permissions: ['*:*'] }),
+  },
+];
+
+interface Attacker {
+  name: string;
+  tenant: string;
+  email: string;
+  victim: string;
+}
+
+/** A tenant admin of globex against acme, and acme's system admin against globex. */
+const ATTACKERS: Attacker[] = [
+  { name: 'globex ADMIN', tenant: TENANT.globex, email: 'admin@globex.test', victim: TENANT.acme },
+  { name: 'acme SYSTEM_ADMIN', tenant: TENANT.acme, email: 'root@acme.test', victim: TENANT.globex },
+];
+
+const SAMPLE = 4;
+
+async function snapshot(ds: DataSource, e: EntitySpec, tenant: string): Promise<string> {
+  const rows = await ds
+    .createQueryBuilder()
+    .select('t.*')
+    .from(e.table, 't')
+    .where(`t.${e.tenantColumn} = :tenant`, { tenant: Number(tenant) })
+    .orderBy(`t.${e.idColumn}`)
+    .getRawMany();
+  return JSON.stringify(rows);
+}
+
+describe('Tenant isolation matrix (generated)', () => {
+  let t: TestApp;
+  let ds: DataSource;
+  let routes: RouteInfo[];
+  let attempts = 0;
+
+  beforeAll(async () => {
+    t = await startTestApp({ label: 'isolation' });
+    ds = t.app.get(DatabaseService).dataSource;
+    routes = listRoutes(t.app).filter(
+      (r) => r.controller === 'EntityController' || r.controller === 'EntityWriteController',
+    );
+  });
+
+  afterAll(async () => {
+    process.stdout.write(
+      `isolation matrix: ${attempts} attempts over ${routes.length} routes × ${ENTITIES.length} entities × ${ATTACKERS.length} attackers\n`,
+    );
+    await t?.close();
+  });
+
+  it('should know an attack for every entity route', () => {
+    const known = new Set([
+      'GET /api/v1/{entity_code}',
+      'GET /api/v1/{entity_code}/{id}',
+      'POST /api/v1/{entity_code}',
+      'PUT /api/v1/{entity_code}/{id}',
+      'DELETE /api/v1/{entity_code}/{id}',
+      'GET /api/v1/records',
+      'GET /api/entity/{entity_code}/get',
+    ]);
+    expect(routes.map((r) => `${r.method} ${r.path}`).filter((r) => !known.has(r))).toEqual([]);
+    expect(routes.length).toBe(known.size);
+  });
+
+  for (const attacker of ATTACKERS) {
+    for (const entity of ENTITIES) {
+      it(`should keep ${entity.code} of tenant ${attacker.victim} out of reach of ${attacker.name}`, async () => {
+        const token = (await signin(t.app, attacker.tenant, attacker.email)).token;
+        const headers = authHeaders(attacker.tenant, token);
+        const victimToken = (
+          await signin(
+            t.app,
+            attacker.victim,
+            attacker.victim === TENANT.acme ? 'admin@acme.test' : 'admin@globex.test',
+          )
+        ).token;
+        const before = await snapshot(ds, entity, attacker.victim);
+        const victimIds = (JSON.parse(before) as Array<Record<string, unknown>>).map((r) =>
+          Number(r[entity.idColumn]),
+        );
+        expect(victimIds.length).toBeGreaterThan(0);
+        const sample = victimIds.slice(0, SAMPLE);
+        const fail = (what: string, status: number) => {
+          attempts++;
+          expect({ what, refused: [400, 403, 404, 409].includes(status) }).toEqual({ what, refused: true });
+        };
+        const noVictimRows = (what: string, records: Array<{ id?: number }>) => {
+          attempts++;
+          expect({
+            what,
+            leaked: records.filter((r) => r.id !== undefined && victimIds.includes(Number(r.id))),
+          }).toEqual({ what, leaked: [] });
+        };
+        const inject = (method: string, url: string, payload?: object) =>
+          t.app.inject({ method: method as 'GET', url, headers, payload });
+
+        for (const route of routes) {
+          const key = `${route.method} ${route.path}`;
+          const base = route.path.replace('{entity_code}', entity.code);
+          switch (key) {
+            case 'GET /api/v1/{entity_code}': {
+              // Plain, by id filter, by every field's sort, deep pages, and through the victim's cached page.
+              const urls = [base + '?limit=500', `${base}?filters[id]=${sample[0]}`];
+              const fields = Object.keys(
+                (await inject('GET', `${base}?limit=1`)).json().data?.records?.[0] ?? {},
+              );
+              for (const f of fields) urls.push(`${base}?limit=500&sortBy=${f}&sortOrder=desc`);
+              urls.push(`${base}?limit=50&skip=0`);
+              await t.app.inject({
+                method: 'GET',
+                url: `${base}?limit=50&skip=0`,
+                headers: authHeaders(attacker.victim, victimToken),
+              });
+              for (const url of urls) {
+                const res = await inject('GET', url);
+                if (res.statusCode !== 200) fail(`GET ${url}`, res.statusCode);
+                else noVictimRows(`GET ${url}`, res.json().data.records);
+              }
+              break;
+            }
+            case 'GET /api/v1/records': {
+              const res = await inject('GET', `/api/v1/records?entity=${entity.code}&limit=500`);
+              if (res.statusCode !== 200) fail('records', res.statusCode);
+              else noVictimRows('records', res.json().data);
+              break;
+            }
+            case 'GET /api/entity/{entity_code}/get': {
+              fail('style 1 ten_id', (await inject('GET', `${base}?ten_id=${attacker.victim}`)).statusCode);
+              const own = await inject('GET', base);
+              if (own.statusCode === 200) noVictimRows('style 1', own.json().data);
+              break;
+            }
+            case 'GET /api/v1/{entity_code}/{id}':
+              for (const id of sample)
+                fail(`GET ${id}`, (await inject('GET', base.replace('{id}', String(id)))).statusCode);
+              break;
+            case 'PUT /api/v1/{entity_code}/{id}':
+              for (const id of sample) {
+                const url = base.replace('{id}', String(id));
+                fail(
+                  `PUT ${id}`,
+                  (await inject('PUT', url, { ...entity.change, lastModified: new Date().toISOString() }))
+                    .statusCode,
+                );
+                fail(
+                  `PUT ${id} tenant`,
+                  (
+                    await inject('PUT', url, {
+                      tenant_id: attacker.tenant,
+                      lastModified: new Date().toISOString(),
+                    })
+                  ).statusCode,
+                );
+              }
+              break;
+            case 'DELETE /api/v1/{entity_code}/{id}':
+              for (const id of sample) {
+                fail(`DELETE ${id}`, (await inject('DELETE', base.replace('{id}', String(id)))).statusCode);
+                fail(
+                  `DELETE ${id} cascade`,
+                  (await inject('DELETE', `${base.replace('{id}', String(id))}?cascade=true`)).statusCode,
+                );
+              }
+              break;
+            case 'POST /api/v1/{entity_code}': {
+              // The victim's customer as a reference, the victim's tenant in the body.
+              const victimCustomer = Number(
+                (
+                  await ds.query(
+                    `SELECT MIN(cus_id) AS id FROM demo_customers WHERE cus_tenant_id = ${Number(attacker.victim)}`,
+                  )
+                )[0].id,
+              );
+              fail('POST', (await inject('POST', base, entity.create(victimCustomer))).statusCode);
+              break;
+            }
+            default:
+              throw new Error(`No attack defined for ${key}`);
+          }
+        }
+        expect(await snapshot(ds, entity, attacker.victim)).toBe(before);
+      });
+    }
+  }
+});
