@@ -1,3 +1,4 @@
+import { insertRow, scopedUpdate } from './entity-query';
 import { DataSource, SelectQueryBuilder } from 'typeorm';
 import type { AuthUser } from '../common/request-context';
 import { DbType, loadConfig } from '../config/config.schema';
@@ -446,5 +447,50 @@ describe('entity read SQL of EntityRepository, generated offline per dialect', (
         expect(st.sql).toMatch(/e\."cus_name" = @\d+/);
       }
     });
+  });
+});
+
+describe('entity write SQL, generated offline for SQL Server', () => {
+  const ds = offlineDataSource('mssql');
+  const customers = ENTITIES[0];
+  const policy = policyOf('customers', {});
+
+  it('should scope an UPDATE by id, tenant, soft delete and the expected lastModified, all as parameters', () => {
+    const qb = scopedUpdate(
+      ds,
+      customers,
+      policy,
+      CTX,
+      RECORD_ID,
+      { cus_name: INJECTION },
+      {
+        lastModified: { value: '2026-01-01 00:00:00.000' },
+      },
+    );
+    const [sql, params] = qb.getQueryAndParameters();
+    assertParsesAsTsql(sql);
+    expect(sql).toMatch(/^UPDATE "demo_customers" SET "cus_name" = @0/);
+    expect(sql).toContain('"cus_tenant_id" = @');
+    expect(sql).toContain('"cus_last_modified" = @');
+    expect(sql).not.toContain(INJECTION);
+    expect(params).toEqual(
+      expect.arrayContaining([INJECTION, RECORD_ID, TENANT_ID, '2026-01-01 00:00:00.000']),
+    );
+  });
+
+  it('should INSERT with every value as a parameter and return the new id', () => {
+    const qb = insertRow(ds, customers, {
+      cus_tenant_id: TENANT_ID,
+      cus_name: INJECTION,
+      cus_email: 'a@b.example',
+    });
+    const [sql, params] = qb.getQueryAndParameters();
+    expect(sql).toMatch(
+      /^INSERT INTO "demo_customers"\("cus_tenant_id", "cus_name", "cus_email"\) OUTPUT INSERTED\."cus_id" VALUES \(@0, @1, @2\)$/,
+    );
+    // node-sql-parser does not know T-SQL's OUTPUT clause; without it the statement is the same INSERT.
+    assertParsesAsTsql(sql.replace(' OUTPUT INSERTED."cus_id"', ''));
+    expect(sql).not.toContain(INJECTION);
+    expect(params).toEqual([TENANT_ID, INJECTION, 'a@b.example']);
   });
 });

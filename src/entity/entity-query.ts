@@ -162,7 +162,9 @@ export function insertRow(
   // Without entity metadata the builder takes values in the order of the column list.
   const qb = ds.createQueryBuilder(queryRunner).insert().into(entity.table, Object.keys(row)).values(row);
   const type = ds.driver.options.type;
-  if (type === 'postgres' || type === 'mssql') qb.returning(entity.primaryKeyColumn);
+  if (type === 'postgres') qb.returning(entity.primaryKeyColumn);
+  // T-SQL's OUTPUT clause must name the pseudo-table: a bare column is invalid on SQL Server.
+  else if (type === 'mssql') qb.returning(`INSERTED.${ds.driver.escape(entity.primaryKeyColumn)}`);
   return qb;
 }
 
