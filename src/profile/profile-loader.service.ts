@@ -49,6 +49,15 @@ function parseJson(value: unknown): unknown {
   }
 }
 
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The shape load() writes to the cache: {profile, policy, meta}, all objects. */
+function isCachedProfile(value: unknown): value is Omit<LoadedProfile, 'entity'> {
+  return isObject(value) && isObject(value.profile) && isObject(value.policy) && isObject(value.meta);
+}
+
 /** Thrown for spec §4.3 rule 4/5 misses: 404 with `entityCode` beside the envelope (D17). */
 export function profileNotFound(message: string, entityCode: string): AppError {
   return new NotFoundError(message, null, { entityCode });
@@ -155,7 +164,14 @@ export class ProfileLoaderService {
 
   private async readCache(key: string): Promise<Omit<LoadedProfile, 'entity'> | undefined> {
     try {
-      return await this.cache.getJson<Omit<LoadedProfile, 'entity'>>(key);
+      const hit = await this.cache.getJson<unknown>(key);
+      if (hit === undefined) return undefined;
+      // Rule 9: a value that parses but is not a cached profile is unusable, hence a miss.
+      if (!isCachedProfile(hit)) {
+        this.logger.warn({ key }, 'Unusable profile cache entry; loading from the database');
+        return undefined;
+      }
+      return hit;
     } catch (err) {
       this.logger.warn(
         { key, err: errorMessage(err) },
