@@ -1,6 +1,7 @@
 import { CacheService } from '../../src/cache/cache.service';
 import { DatabaseService } from '../../src/database/database.service';
-import { authHeaders, signin, TENANT } from '../support/auth';
+import { hashPassword } from '../../src/auth/password';
+import { authHeaders, DEMO_PASSWORD, signin, TENANT } from '../support/auth';
 import { startTestApp, TestApp } from '../support/test-app';
 
 /** Reads of spec §4.3 on the demo entities, and every way a user of one tenant might reach another's rows. */
@@ -238,5 +239,81 @@ describe('Entity list cache (D27)', () => {
     const res = (await t.app.inject({ method: 'GET', url, headers: authHeaders(TENANT.acme, acme) })).json()
       .data;
     expect(res.total).toBe(-1);
+  });
+});
+
+describe('Row-filter variables (D23)', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp({ label: 'row-filter-vars' });
+  });
+
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('should bind @user variables as data: an e-mail holding SQL matches nothing', async () => {
+    const ds = t.app.get(DatabaseService).dataSource;
+    const crafted = "x'or'1'='1@acme.test";
+    await ds
+      .createQueryBuilder()
+      .insert()
+      .into('app_users')
+      .values({
+        usr_tenant_id: 1,
+        usr_email_id: crafted,
+        usr_role_id: 1,
+        usr_password_hash: await hashPassword(DEMO_PASSWORD),
+        usr_status: 1,
+        usr_is_deleted: 0,
+      })
+      .execute();
+    // A copy of `customers` whose profile only shows rows whose e-mail equals the caller's.
+    const [reg] = await ds
+      .createQueryBuilder()
+      .select('r.*')
+      .from('app_object_registries', 'r')
+      .where("r.obj_code = 'customers'")
+      .getRawMany();
+    const { obj_id: _id, ...regCopy } = reg;
+    await ds
+      .createQueryBuilder()
+      .insert()
+      .into('app_object_registries')
+      .values({ ...regCopy, obj_code: 'own_customers' })
+      .execute();
+    await ds
+      .createQueryBuilder()
+      .insert()
+      .into('app_object_profiles')
+      .values({
+        prf_code: 'own_customers',
+        prf_object_code: 'own_customers',
+        prf_mode_code: 'READ',
+        prf_policy: JSON.stringify({
+          tenantPolicy: { mode: 'STRICT' },
+          rowFilters: { where: 'email = @user.email' },
+        }),
+        prf_status: 1,
+        prf_is_deleted: 0,
+      })
+      .execute();
+    const crafty = (await signin(t.app, TENANT.acme, crafted)).token;
+    const res = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/own_customers?limit=500',
+      headers: authHeaders(TENANT.acme, crafty),
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.total).toBe(0);
+    // The same filter with an ordinary matching e-mail finds exactly that row.
+    await ds.query(`UPDATE demo_customers SET cus_email = '${crafted.replace(/'/g, "''")}' WHERE cus_id = 1`);
+    const again = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/own_customers?limit=500&filters[tier]=bronze',
+      headers: authHeaders(TENANT.acme, crafty),
+    });
+    expect(again.json().data.records.map((r: { id: number }) => r.id)).toEqual([1]);
   });
 });
