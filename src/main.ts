@@ -3,27 +3,14 @@ import { Logger } from '@nestjs/common';
 import { renderBanner } from './banner';
 import { createApp } from './bootstrap';
 import { CacheService } from './cache/cache.service';
-import { ConfigValidationError, type AppConfig } from './config/config.schema';
-import { configFromProcessEnv } from './config/environment';
+import { configOrExit } from './config/environment';
 import { DatabaseService } from './database/database.service';
 import { DEMO_USERS, DEV_DEMO_PASSWORD } from './database/seed/demo-data';
 import { ReadinessService } from './health/readiness.service';
 import { StartupService } from './health/startup.service';
 
-function readConfig(): AppConfig {
-  try {
-    return configFromProcessEnv();
-  } catch (err) {
-    if (err instanceof ConfigValidationError) {
-      process.stderr.write(`${err.message}\nSee .env.example for every variable and its default.\n`);
-      process.exit(1);
-    }
-    throw err;
-  }
-}
-
 async function main(): Promise<void> {
-  const config = readConfig();
+  const config = configOrExit();
   const app = await createApp(config);
   const logger = new Logger('Main');
   await app.listen({ port: config.api.port, host: config.api.host });

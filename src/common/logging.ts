@@ -48,17 +48,24 @@ function pathOf(req: IncomingMessage & { originalUrl?: string }): string {
   return (req.originalUrl ?? req.url ?? '').split('?', 1)[0];
 }
 
+/** Level, redaction and format shared by the service's and the proxy's loggers. */
+export function pinoBaseOptions(config: AppConfig) {
+  return {
+    level: config.log.level,
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    transport: config.log.pretty
+      ? {
+          target: 'pino-pretty',
+          options: { singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
+        }
+      : undefined,
+  };
+}
+
 export function pinoParams(config: AppConfig): Params {
   return {
     pinoHttp: {
-      level: config.log.level,
-      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-      transport: config.log.pretty
-        ? {
-            target: 'pino-pretty',
-            options: { singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
-          }
-        : undefined,
+      ...pinoBaseOptions(config),
       // Fastify's genReqId stores the id on the raw request; pino-http reuses req.id.
       autoLogging: { ignore: (req: IncomingMessage) => QUIET_PATHS.has(pathOf(req)) },
       customProps: (req: IncomingMessage, _res: ServerResponse) => {

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { loadOrCreateDevSecrets } from './dev-secrets';
-import { AppConfig, loadConfig } from './config.schema';
+import { AppConfig, ConfigValidationError, loadConfig } from './config.schema';
 
 /**
  * Reads `.env` (when present) into the process environment and validates it. The only caller of
@@ -15,4 +15,17 @@ export function configFromProcessEnv(overrides: Record<string, string | undefine
       isTty: process.stdout.isTTY === true,
     },
   );
+}
+
+/** For process entry points: the config, or every bad variable on stderr and exit code 1. */
+export function configOrExit(): AppConfig {
+  try {
+    return configFromProcessEnv();
+  } catch (err) {
+    if (err instanceof ConfigValidationError) {
+      process.stderr.write(`${err.message}\nSee .env.example for every variable and its default.\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
 }

@@ -3,26 +3,13 @@
  * tenant id (app_tenants on the configured database), injects the encrypted x-tenant-id and
  * forwards to PROXY_UPSTREAM. Same configuration (.env, ./data/.dev-secrets.json) as `npm start`.
  */
-import { REDACT_PATHS } from '../../common/logging';
-import { ConfigValidationError, type AppConfig } from '../../config/config.schema';
-import { configFromProcessEnv } from '../../config/environment';
+import { pinoBaseOptions } from '../../common/logging';
+import { configOrExit } from '../../config/environment';
 import { DatabaseTenantSource, TenantDirectory } from './tenant-directory';
 import { buildTenantProxy } from './tenant-proxy';
 
-function readConfig(): AppConfig {
-  try {
-    return configFromProcessEnv();
-  } catch (err) {
-    if (err instanceof ConfigValidationError) {
-      process.stderr.write(`${err.message}\nSee .env.example for every variable and its default.\n`);
-      process.exit(1);
-    }
-    throw err;
-  }
-}
-
 async function main(): Promise<void> {
-  const config = readConfig();
+  const config = configOrExit();
   const { proxy } = config;
   const source = new DatabaseTenantSource(config.db);
   const directory = new TenantDirectory(source.lookup, {
@@ -34,16 +21,7 @@ async function main(): Promise<void> {
     baseDomain: proxy.baseDomain,
     tenantEncryptionKey: config.crypto.tenantEncryptionKey,
     resolveTenant: (code) => directory.resolve(code),
-    logger: {
-      level: config.log.level,
-      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-      transport: config.log.pretty
-        ? {
-            target: 'pino-pretty',
-            options: { singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
-          }
-        : undefined,
-    },
+    logger: pinoBaseOptions(config),
   });
   await app.listen({ host: proxy.host, port: proxy.port });
 
