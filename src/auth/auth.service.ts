@@ -3,7 +3,7 @@ import { CacheService, errorMessage } from '../cache/cache.service';
 import { AppError, NotFoundError } from '../common/errors/app-error';
 import type { AuthUser, TenantContext } from '../common/request-context';
 import { TenantConfigService, TenantConfigView } from '../tenant/tenant-config.service';
-import { TenantsRepository } from '../tenant/tenants.repository';
+import { TenantLookupService } from '../tenant/tenant-lookup.service';
 import type { ProfileDto, SigninDto, SigninResponseDto } from './auth.dto';
 import { hashPassword, verifyPassword } from './password';
 import { SigninThrottle } from './signin-throttle';
@@ -19,7 +19,7 @@ export class AuthService {
     private readonly users: UsersRepository,
     private readonly tokens: TokenService,
     private readonly throttle: SigninThrottle,
-    private readonly tenants: TenantsRepository,
+    private readonly tenants: TenantLookupService,
     private readonly tenantConfig: TenantConfigService,
     private readonly cache: CacheService,
   ) {}

@@ -1,14 +1,13 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { CacheService } from '../cache/cache.service';
-import { CACHE_TTL } from '../cache/cache-keys';
 import { NO_TENANT, REQUIRED_FEATURE } from '../common/decorators/context.decorators';
 import { AppError, AuthorizationError, NotFoundError, ValidationError } from '../common/errors/app-error';
 import { setLogContext } from '../common/logging';
 import { TenantHeaderError, TenantHeaderFailure } from './tenant-header.crypto';
 import { TenantHeaderService } from './tenant-header.service';
-import { isTenantActive, TenantRow, TenantsRepository } from './tenants.repository';
+import { TenantLookupService } from './tenant-lookup.service';
+import { isTenantActive } from './tenants.repository';
 
 const HEADER_MESSAGES: Record<TenantHeaderFailure, string> = {
   required: 'x-tenant-id header is required',
@@ -29,8 +28,7 @@ export class TenantGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly headers: TenantHeaderService,
-    private readonly tenants: TenantsRepository,
-    private readonly cache: CacheService,
+    private readonly tenants: TenantLookupService,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -46,7 +44,7 @@ export class TenantGuard implements CanActivate {
       throw err;
     }
 
-    const tenant = await this.load(tenantId);
+    const tenant = await this.tenants.findById(tenantId);
     if (!tenant) throw new NotFoundError('Tenant not found', { 'x-tenant-id': 'unknown_tenant' });
     if (!isTenantActive(tenant)) throw new AuthorizationError('Tenant is not active');
 
@@ -58,15 +56,5 @@ export class TenantGuard implements CanActivate {
     request.tenant = { id: tenant.id, code: tenant.code, name: tenant.name, features: tenant.features };
     setLogContext(request.raw, { tenantId: tenant.id });
     return true;
-  }
-
-  /** Tenant rows change rarely; they are cached briefly so a request costs no query. */
-  private async load(id: string): Promise<TenantRow | undefined> {
-    const key = this.cache.keys.tenant(id);
-    const cached = await this.cache.getJson<TenantRow | null>(key);
-    if (cached !== undefined) return cached ?? undefined;
-    const row = await this.tenants.findById(id);
-    await this.cache.setJson(key, row ?? null, CACHE_TTL.tenant);
-    return row;
   }
 }

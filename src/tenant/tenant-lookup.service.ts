@@ -1,0 +1,25 @@
+import { Injectable } from '@nestjs/common';
+import { CacheService } from '../cache/cache.service';
+import { CACHE_TTL } from '../cache/cache-keys';
+import { TenantRow, TenantsRepository } from './tenants.repository';
+
+/**
+ * Tenant rows change rarely and are read on every request (TenantGuard, tenant-config, sign-in),
+ * so they are cached for CACHE_TTL.tenant seconds, misses included.
+ */
+@Injectable()
+export class TenantLookupService {
+  constructor(
+    private readonly tenants: TenantsRepository,
+    private readonly cache: CacheService,
+  ) {}
+
+  async findById(id: string): Promise<TenantRow | undefined> {
+    const key = this.cache.keys.tenant(id);
+    const cached = await this.cache.getJson<TenantRow | null>(key);
+    if (cached !== undefined) return cached ?? undefined;
+    const row = await this.tenants.findById(id);
+    await this.cache.setJson(key, row ?? null, CACHE_TTL.tenant);
+    return row;
+  }
+}
