@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { QueryRunner } from 'typeorm';
 import {
   AppError,
+  AuthorizationError,
   ConflictError,
   FieldError,
   NotFoundError,
@@ -10,6 +11,7 @@ import {
   ValidationError,
 } from '../common/errors/app-error';
 import { Enveloped } from '../common/http/envelope';
+import { hasPermission, isSystemAdmin } from '../auth/permissions';
 import { applyProjection } from '../profile/policy/masking';
 import type { EntityPolicy } from '../profile/policy/policy.model';
 import { RegistryService } from '../registry/registry.service';
@@ -230,7 +232,18 @@ export class EntityWriteService {
         this.softDeleteSet(entity, existing.auditRaw, ctx, at),
       );
       if (affected !== 1) throw new NotFoundError(`${entity.code} ${id} not found`);
-      // D25: dependents go in the same transaction.
+      // D25: dependents go in the same transaction. Deleting them is the caller's act too: the
+      // role must hold delete on each dependent entity (and admin:system for system-maintained ones).
+      for (const step of plan.cascade) {
+        const dep = step.entity;
+        const granted = ctx.user.permissions;
+        if (!hasPermission(granted, 'delete:entity') && !hasPermission(granted, `delete:${dep.code}`)) {
+          throw new AuthorizationError(`Permission delete:${dep.code} required to cascade to ${dep.code}`);
+        }
+        if (dep.maintainedBy === 'system' && !isSystemAdmin(granted)) {
+          throw new AuthorizationError(`Entity ${dep.code} is maintained by the system`);
+        }
+      }
       for (const step of plan.cascade) {
         for (const row of step.rows) {
           await this.repository.updateTenantRow(
@@ -246,7 +259,25 @@ export class EntityWriteService {
       const before = this.typed(fields, existing.fields);
       const after = { deleted_by: ctx.user.email, deleted_at: deletedAt, cascaded };
       const auditEntry = this.entry(c, 'entity.deleted', id, before, after, at);
-      if (auditWanted(policy.audit, auditEntry.event)) await this.audit.record(qr, auditEntry);
+      if (auditWanted(policy.audit, auditEntry.event)) {
+        await this.audit.record(qr, auditEntry);
+        // Every cascaded row gets an audit row of its own, pointing back at the parent.
+        for (const step of plan.cascade) {
+          for (const row of step.rows) {
+            await this.audit.record(qr, {
+              ...auditEntry,
+              entityCode: step.entity.code,
+              recordId: row.id,
+              before: null,
+              after: {
+                deleted_by: ctx.user.email,
+                deleted_at: deletedAt,
+                cascadedFrom: { entity: entity.code, id },
+              },
+            });
+          }
+        }
+      }
       return {
         entry: auditEntry,
         removed: [

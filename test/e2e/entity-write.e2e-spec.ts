@@ -1,7 +1,8 @@
+import { hashPassword } from '../../src/auth/password';
 import type { DataSource } from 'typeorm';
 import { DatabaseService } from '../../src/database/database.service';
 import { fromDbTimestamp } from '../../src/entity/entity-write-values';
-import { authHeaders, signin, TENANT } from '../support/auth';
+import { authHeaders, DEMO_PASSWORD, signin, TENANT } from '../support/auth';
 import { startTestApp, TestApp } from '../support/test-app';
 
 type Json = Record<string, any>;
@@ -493,6 +494,54 @@ describe('Entity writes (spec §4.3, §3.1, D21-D25, D29)', () => {
       );
       const [audit] = (await auditRows(id, 'customers')).filter((r) => r.aud_event === 'entity.deleted');
       expect(json(audit.aud_after).cascaded).toEqual([{ entity: 'orders', ids: expect.any(Array) }]);
+      // Every cascaded order has an audit row of its own, pointing back at the customer.
+      for (const orderId of json(audit.aud_after).cascaded[0].ids as number[]) {
+        const [own] = (await auditRows(orderId, 'orders')).filter((r) => r.aud_event === 'entity.deleted');
+        expect(json(own.aud_after).cascadedFrom).toEqual({ entity: 'customers', id });
+      }
+    });
+
+    it('should refuse a cascade into an entity the role may not delete, and change nothing', async () => {
+      // A role that may delete customers but not orders.
+      await ds
+        .createQueryBuilder()
+        .insert()
+        .into('app_roles')
+        .values({
+          rol_tenant_id: 1,
+          rol_code: 'CUSTOMER_CLEANER',
+          rol_permissions: JSON.stringify(['read:entity', 'delete:customers']),
+          rol_status: 1,
+          rol_is_deleted: 0,
+        })
+        .execute();
+      const [role] = await ds
+        .createQueryBuilder()
+        .select('r.rol_id', 'id')
+        .from('app_roles', 'r')
+        .where("r.rol_code = 'CUSTOMER_CLEANER'")
+        .getRawMany<{ id: number }>();
+      await ds
+        .createQueryBuilder()
+        .insert()
+        .into('app_users')
+        .values({
+          usr_tenant_id: 1,
+          usr_email_id: 'cleaner@acme.test',
+          usr_role_id: Number(role.id),
+          usr_password_hash: await hashPassword(DEMO_PASSWORD),
+          usr_status: 1,
+          usr_is_deleted: 0,
+        })
+        .execute();
+      token.acmeCleaner = (await signin(t.app, TENANT.acme, 'cleaner@acme.test')).token;
+      tenantOf.acmeCleaner = TENANT.acme;
+      const id = acmeCustomerIds[6];
+      const before = await customerRow(id);
+      const res = await call('DELETE', `/api/v1/customers/${id}?cascade=true`, 'acmeCleaner');
+      expect(res.statusCode).toBe(403);
+      expect(res.json().error.code).toBe('FORBIDDEN');
+      expect(await customerRow(id)).toEqual(before);
     });
 
     it('should refuse a bad cascade value', async () => {
