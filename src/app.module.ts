@@ -17,6 +17,7 @@ import { HealthModule } from './health/health.module';
 import { ProfileModule } from './profile/profile.module';
 import { RegistryModule } from './registry/registry.module';
 import { TenantGuard } from './tenant/tenant.guard';
+import { TenantRateLimitGuard } from './tenant/tenant-rate-limit.guard';
 import { TenantModule } from './tenant/tenant.module';
 import { WorkflowModule } from './workflow/workflow.module';
 
@@ -46,8 +47,9 @@ export class AppModule {
         ...extraModules,
       ],
       providers: [
-        // Guards run in this order (spec §4.1 rule 2): tenant header, then token.
+        // Guards run in this order (spec §4.1 rule 2): tenant header, per-tenant rate limit (D39), token.
         { provide: APP_GUARD, useExisting: TenantGuard },
+        { provide: APP_GUARD, useExisting: TenantRateLimitGuard },
         { provide: APP_GUARD, useExisting: JwtAuthGuard },
         { provide: APP_FILTER, useClass: AllExceptionsFilter },
         { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },

@@ -3,11 +3,26 @@ import { TenantConfigService } from './tenant-config.service';
 import { TenantHeaderService } from './tenant-header.service';
 import { TenantLookupService } from './tenant-lookup.service';
 import { TenantGuard } from './tenant.guard';
+import { TenantRateLimitGuard } from './tenant-rate-limit.guard';
 import { TenantsRepository } from './tenants.repository';
 
 /** Owns the x-tenant-id header crypto, TenantGuard, the tenants repository and tenant-config. */
 @Module({
-  providers: [TenantHeaderService, TenantsRepository, TenantLookupService, TenantConfigService, TenantGuard],
-  exports: [TenantHeaderService, TenantsRepository, TenantLookupService, TenantConfigService, TenantGuard],
+  providers: [
+    TenantHeaderService,
+    TenantsRepository,
+    TenantLookupService,
+    TenantConfigService,
+    TenantGuard,
+    TenantRateLimitGuard,
+  ],
+  exports: [
+    TenantHeaderService,
+    TenantsRepository,
+    TenantLookupService,
+    TenantConfigService,
+    TenantGuard,
+    TenantRateLimitGuard,
+  ],
 })
 export class TenantModule {}
