@@ -13,17 +13,10 @@ import type { FastifyRequest } from 'fastify';
 import { Authenticated } from '../common/decorators/context.decorators';
 import { ApiErrors } from '../common/http/api-docs';
 import type { Enveloped } from '../common/http/envelope';
-import {
-  EntityAccessGuard,
-  EntityInfoGuard,
-  EntityOperation,
-  MaintainedByGuard,
-  ProfileLoaderGuard,
-} from './entity.guards';
+import { ENTITY_CHAIN, EntityOperation } from './entity.guards';
 import { DeleteResult, EntityWriteService } from './entity-write.service';
 import type { Row } from './entity.repository';
 
-const ENTITY_CHAIN = [EntityInfoGuard, ProfileLoaderGuard, MaintainedByGuard, EntityAccessGuard];
 const RECORD = { type: 'object', additionalProperties: true };
 const WRITE_ERRORS = ['VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT'] as const;
 

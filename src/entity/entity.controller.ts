@@ -4,17 +4,10 @@ import type { FastifyRequest } from 'fastify';
 import { Authenticated } from '../common/decorators/context.decorators';
 import { AuthorizationError } from '../common/errors/app-error';
 import { ApiErrors } from '../common/http/api-docs';
-import {
-  EntityAccessGuard,
-  EntityInfoGuard,
-  EntityOperation,
-  MaintainedByGuard,
-  ProfileLoaderGuard,
-} from './entity.guards';
+import { ENTITY_CHAIN, EntityOperation } from './entity.guards';
 import { EntityService, ListResult } from './entity.service';
 import type { Row } from './entity.repository';
 
-const ENTITY_CHAIN = [EntityInfoGuard, ProfileLoaderGuard, MaintainedByGuard, EntityAccessGuard];
 const LIST_SCHEMA = {
   type: 'object',
   properties: {

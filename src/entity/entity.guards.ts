@@ -122,3 +122,6 @@ export class EntityAccessGuard implements CanActivate {
     return true;
   }
 }
+
+/** Spec §4.3's chain after the token, in its order; every entity route uses exactly this. */
+export const ENTITY_CHAIN = [EntityInfoGuard, ProfileLoaderGuard, MaintainedByGuard, EntityAccessGuard];
