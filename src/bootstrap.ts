@@ -5,11 +5,9 @@ import { NestFactory } from '@nestjs/core';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
+import { BEARER_SCHEME, TENANT_HEADER_SCHEME } from './common/http/api-docs';
 import { requestIdFor } from './common/http/request-id';
 import type { AppConfig } from './config/config.schema';
-
-export const TENANT_HEADER_SCHEME = 'tenant';
-export const BEARER_SCHEME = 'bearer';
 
 /**
  * Builds the application exactly as production runs it; main.ts and the e2e tests both call this.

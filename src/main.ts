@@ -5,7 +5,7 @@ import { createApp } from './bootstrap';
 import { CacheService } from './cache/cache.service';
 import { configOrExit } from './config/environment';
 import { DatabaseService } from './database/database.service';
-import { DEMO_USERS, DEV_DEMO_PASSWORD } from './database/seed/demo-data';
+import { DEMO_BANNER_USERS, DEV_DEMO_PASSWORD } from './database/seed/demo-data';
 import { ReadinessService } from './health/readiness.service';
 import { StartupService } from './health/startup.service';
 
@@ -26,9 +26,7 @@ async function main(): Promise<void> {
       url,
       database: database.describe(),
       cache: cache.kind === 'redis' ? `redis ${redactUrl(config.cache.url)}` : 'in-process',
-      demoUsers: config.demo.seed
-        ? DEMO_USERS.map((u) => ({ email: u.email, tenant: u.tenantCode, role: u.roleCode }))
-        : undefined,
+      demoUsers: config.demo.seed ? DEMO_BANNER_USERS : undefined,
       demoPassword: config.demo.password ? '(DEMO_PASSWORD)' : DEV_DEMO_PASSWORD,
     }) + '\n',
   );

@@ -1,6 +1,11 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
-import { ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
-import { Authenticated, CurrentTenant, CurrentUser } from '../common/decorators/context.decorators';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  Authenticated,
+  CurrentTenant,
+  CurrentUser,
+  TenantOnly,
+} from '../common/decorators/context.decorators';
 import { Public } from '../common/decorators/public.decorator';
 import { ApiEnvelope, ApiErrors } from '../common/http/api-docs';
 import type { AuthUser, TenantContext } from '../common/request-context';
@@ -15,7 +20,7 @@ export class AuthController {
 
   @Get('tenant-config')
   @Public()
-  @ApiSecurity('tenant')
+  @TenantOnly()
   @ApiOperation({ summary: "Login screen configuration of the header's tenant (spec §2.12, D11)" })
   @ApiEnvelope(TenantConfigDto)
   @ApiErrors('VALIDATION_ERROR', 'FORBIDDEN', 'NOT_FOUND')
@@ -26,7 +31,7 @@ export class AuthController {
   @Post('signin')
   @HttpCode(200)
   @Public()
-  @ApiSecurity('tenant')
+  @TenantOnly()
   @ApiOperation({ summary: 'Sign in with e-mail and password; returns a Bearer JWT (spec §2.13, D12-D13)' })
   @ApiEnvelope(SigninResponseDto)
   @ApiErrors('VALIDATION_ERROR', 'INVALID_CREDENTIALS', 'FORBIDDEN', 'NOT_FOUND', 'RATE_LIMITED')

@@ -1,6 +1,6 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
-import { ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
-import { CurrentTenant, RequireFeature } from '../common/decorators/context.decorators';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { CurrentTenant, RequireFeature, TenantOnly } from '../common/decorators/context.decorators';
 import { Public } from '../common/decorators/public.decorator';
 import { ApiEnvelope, ApiErrors } from '../common/http/api-docs';
 import type { TenantContext } from '../common/request-context';
@@ -17,7 +17,7 @@ export class SignupController {
   @Post('signup-otp')
   @HttpCode(200)
   @Public()
-  @ApiSecurity('tenant')
+  @TenantOnly()
   @RequireFeature('signup')
   @ApiOperation({
     summary: 'Mail a 6-digit sign-up code and a one-time link (D15)',
@@ -38,7 +38,7 @@ export class SignupController {
   @Post('create-account')
   @HttpCode(200)
   @Public()
-  @ApiSecurity('tenant')
+  @TenantOnly()
   @RequireFeature('signup')
   @ApiOperation({
     summary: 'Create the account with the mailed code or link; returns a Bearer JWT (spec §2.13, D15)',

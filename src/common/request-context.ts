@@ -1,5 +1,3 @@
-import type { FastifyRequest } from 'fastify';
-
 /** The tenant resolved by TenantGuard from x-tenant-id. */
 export interface TenantContext {
   id: string;
@@ -26,5 +24,3 @@ declare module 'fastify' {
     user?: AuthUser;
   }
 }
-
-export type RequestWithContext = FastifyRequest;

@@ -1,12 +1,4 @@
 import type { TableColumnOptions } from 'typeorm';
-import type { DbType } from '../config/config.schema';
-
-/** The TypeORM driver behind each DB_TYPE (D1). */
-export type OrmDriver = 'better-sqlite3' | 'postgres' | 'mariadb' | 'mysql' | 'mssql';
-
-export function ormDriverFor(type: DbType): OrmDriver {
-  return type === 'sqlite' ? 'better-sqlite3' : type;
-}
 
 export type Dialect = 'sqlite' | 'postgres' | 'mysql' | 'mssql';
 

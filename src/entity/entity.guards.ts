@@ -54,7 +54,11 @@ export class ProfileLoaderGuard implements CanActivate {
     if (!code) throw new ValidationError('Entity code is required in the path');
     // Rule 2.
     if (!request.user || !request.tenant) throw new AppError('UNAUTHORIZED', 'Authentication required');
-    request.profile = await this.loader.load({ entityCode: code, tenantId: request.tenant.id });
+    request.profile = await this.loader.load({
+      entityCode: code,
+      tenantId: request.tenant.id,
+      entity: request.entity,
+    });
     return true;
   }
 }

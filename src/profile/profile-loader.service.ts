@@ -34,6 +34,8 @@ export interface LoadedProfile {
 export interface LoadProfileOptions {
   entityCode: string;
   tenantId: string;
+  /** The entity already resolved for this tenant (the request chain's step 2), so it is not looked up twice. */
+  entity?: EntityInfo;
   /** Rule 3 / 11: default true. */
   cacheEnabled?: boolean;
   /** Rule 10 / 11: seconds, default 3600. */
@@ -98,7 +100,7 @@ export class ProfileLoaderService {
     if (cacheEnabled && tenantId) {
       const hit = await this.readCache(key);
       if (hit) {
-        const entity = await this.registry.resolve(tenantId, entityCode);
+        const entity = options.entity ?? (await this.registry.resolve(tenantId, entityCode));
         if (entity) {
           // `source: 'redis'` names the cache, whichever store backs it (spec §4.3 rule 8).
           return { ...hit, entity, meta: { ...hit.meta, source: 'redis', cached: true } };
@@ -106,7 +108,7 @@ export class ProfileLoaderService {
       }
     }
 
-    const entity = await this.registry.resolve(tenantId, entityCode);
+    const entity = options.entity ?? (await this.registry.resolve(tenantId, entityCode));
     if (!entity) throw profileNotFound(`Entity ${entityCode} not found`, entityCode);
     const row = await this.profiles.findForEntity(tenantId, entityCode);
     if (!row) throw profileNotFound(`No active profile for entity ${entityCode}`, entityCode);

@@ -38,10 +38,6 @@ export class TenantsRepository {
     return this.findOne('t.tnt_id = :id', { id: Number(id) });
   }
 
-  async findByCode(code: string): Promise<TenantRow | undefined> {
-    return this.findOne('t.tnt_tenant_code = :code', { code });
-  }
-
   private async findOne(where: string, params: Record<string, unknown>): Promise<TenantRow | undefined> {
     const row = await this.database.dataSource
       .createQueryBuilder()

@@ -1,6 +1,7 @@
 import { encryptConnectionString } from '../../src/database/connections/connection-string.crypto';
 import { ConnectionsService } from '../../src/database/connections/connections.service';
 import { authHeaders, signin, TENANT } from '../support/auth';
+import { copyEntityConfig } from '../support/entity-fixtures';
 import { startTestApp, TestApp } from '../support/test-app';
 import {
   createTestDatabase,
@@ -126,32 +127,9 @@ describe('External connections at start-up (D3)', () => {
           .execute();
       }
       // Registry and profile rows in the configuration database: a copy of `customers` on connection erp.
-      const [reg] = await cfg
-        .createQueryBuilder()
-        .select('r.*')
-        .from('app_object_registries', 'r')
-        .where("r.obj_code = 'customers'")
-        .getRawMany();
-      const { obj_id: _id, ...regCopy } = reg;
-      await cfg
-        .createQueryBuilder()
-        .insert()
-        .into('app_object_registries')
-        .values({ ...regCopy, obj_code: 'remote_customers', obj_connection_code: 'erp' })
-        .execute();
-      const [prf] = await cfg
-        .createQueryBuilder()
-        .select('p.*')
-        .from('app_object_profiles', 'p')
-        .where("p.prf_code = 'customers'")
-        .getRawMany();
-      const { prf_id: _pid, ...prfCopy } = prf;
-      await cfg
-        .createQueryBuilder()
-        .insert()
-        .into('app_object_profiles')
-        .values({ ...prfCopy, prf_code: 'remote_customers', prf_object_code: 'remote_customers' })
-        .execute();
+      await copyEntityConfig(cfg, 'customers', 'remote_customers', {
+        registry: { obj_connection_code: 'erp' },
+      });
 
       const read = async (tenant: string, email: string) => {
         const token = (await signin(t.app, tenant, email)).token;

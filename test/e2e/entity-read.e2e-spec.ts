@@ -2,6 +2,7 @@ import { CacheService } from '../../src/cache/cache.service';
 import { DatabaseService } from '../../src/database/database.service';
 import { hashPassword } from '../../src/auth/password';
 import { authHeaders, DEMO_PASSWORD, signin, TENANT } from '../support/auth';
+import { copyEntityConfig } from '../support/entity-fixtures';
 import { startTestApp, TestApp } from '../support/test-app';
 
 /** Reads of spec §4.3 on the demo entities, and every way a user of one tenant might reach another's rows. */
@@ -270,35 +271,15 @@ describe('Row-filter variables (D23)', () => {
       })
       .execute();
     // A copy of `customers` whose profile only shows rows whose e-mail equals the caller's.
-    const [reg] = await ds
-      .createQueryBuilder()
-      .select('r.*')
-      .from('app_object_registries', 'r')
-      .where("r.obj_code = 'customers'")
-      .getRawMany();
-    const { obj_id: _id, ...regCopy } = reg;
-    await ds
-      .createQueryBuilder()
-      .insert()
-      .into('app_object_registries')
-      .values({ ...regCopy, obj_code: 'own_customers' })
-      .execute();
-    await ds
-      .createQueryBuilder()
-      .insert()
-      .into('app_object_profiles')
-      .values({
-        prf_code: 'own_customers',
-        prf_object_code: 'own_customers',
+    await copyEntityConfig(ds, 'customers', 'own_customers', {
+      profile: {
         prf_mode_code: 'READ',
         prf_policy: JSON.stringify({
           tenantPolicy: { mode: 'STRICT' },
           rowFilters: { where: 'email = @user.email' },
         }),
-        prf_status: 1,
-        prf_is_deleted: 0,
-      })
-      .execute();
+      },
+    });
     const crafty = (await signin(t.app, TENANT.acme, crafted)).token;
     const res = await t.app.inject({
       method: 'GET',

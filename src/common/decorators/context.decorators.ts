@@ -2,6 +2,7 @@ import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } 
 import { ApiBearerAuth, ApiSecurity } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { AuthorizationError } from '../errors/app-error';
+import { BEARER_SCHEME, TENANT_HEADER_SCHEME } from '../http/api-docs';
 import type { AuthUser, TenantContext } from '../request-context';
 
 export const NO_TENANT = 'mtb:noTenant';
@@ -18,13 +19,16 @@ export const NoTenant = (): MethodDecorator & ClassDecorator => SetMetadata(NO_T
 export const RequirePermission = (permission: string): MethodDecorator & ClassDecorator =>
   applyDecorators(
     SetMetadata(REQUIRED_PERMISSION, permission),
-    ApiBearerAuth('bearer'),
-    ApiSecurity('tenant'),
+    ApiBearerAuth(BEARER_SCHEME),
+    ApiSecurity(TENANT_HEADER_SCHEME),
   );
 
 /** Swagger security of a protected route that needs no particular permission (logout, profile). */
 export const Authenticated = (): MethodDecorator & ClassDecorator =>
-  applyDecorators(ApiBearerAuth('bearer'), ApiSecurity('tenant'));
+  applyDecorators(ApiBearerAuth(BEARER_SCHEME), ApiSecurity(TENANT_HEADER_SCHEME));
+
+/** Swagger security of a public route that still needs the tenant header (sign-in, sign-up…). */
+export const TenantOnly = (): MethodDecorator & ClassDecorator => ApiSecurity(TENANT_HEADER_SCHEME);
 
 /** The route belongs to a tenant feature (D10); a disabled feature answers 403 FEATURE_DISABLED. */
 export const RequireFeature = (feature: string): MethodDecorator & ClassDecorator =>

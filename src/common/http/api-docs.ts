@@ -9,6 +9,10 @@ import {
 } from '@nestjs/swagger';
 import { ERROR_STATUS, ErrorCode } from '../errors/error-codes';
 
+/** Names of the OpenAPI security schemes declared in bootstrap.ts. */
+export const TENANT_HEADER_SCHEME = 'tenant';
+export const BEARER_SCHEME = 'bearer';
+
 export class MetaDto {
   @ApiProperty({ example: '2026-11-21T12:00:00.000Z' }) timestamp!: string;
   @ApiProperty({ example: '3f6c1a52-9d1e-4b4f-8f0e-2b1c9c7c1a11' }) requestId!: string;
