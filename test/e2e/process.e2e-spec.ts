@@ -49,6 +49,8 @@ describe('The service process (npm start)', () => {
         const res = await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined);
         return res?.status === 200;
       }, 30000);
+      // The child's log lines reach this process through a pipe, possibly after /readyz answers.
+      await waitFor(async () => /Ready in \d+ ms/.test(run.stdout()), 10000);
       const out = run.stdout();
       expect(out).toContain(`Service     http://localhost:${port}`);
       expect(out).toContain('Mode        embedded (SQLite + in-process cache)');
