@@ -1,6 +1,9 @@
-import { Injectable } from '@nestjs/common';
-import type { QueryRunner } from 'typeorm';
+import { Injectable, Logger } from '@nestjs/common';
+import type { DataSource, QueryRunner } from 'typeorm';
+import { ConflictError } from '../common/errors/app-error';
+import { ConnectionsService } from '../database/connections/connections.service';
 import { DatabaseService } from '../database/database.service';
+import { dialectOf } from '../database/dialect';
 import type { EntityPolicy } from '../profile/policy/policy.model';
 import type { EntityInfo, FieldDef } from '../registry/registry.types';
 import {
@@ -15,6 +18,7 @@ import {
   writeTenantMode,
 } from './entity-query';
 import type { Row } from './entity.repository';
+import { LockStatement, lockAcquired, valueLockSql } from './value-lock';
 
 /** A row as loaded for a write: its fields by name plus the raw concurrency and audit columns. */
 export interface WriteRow {
@@ -24,6 +28,34 @@ export interface WriteRow {
   auditRaw: unknown;
 }
 
+/**
+ * One write's transaction(s): `data` on the entity's database (D3), `config` on the configuration
+ * database (value sets, audit rows). They are the same runner when the entity lives in the
+ * configuration database, which makes the write a single transaction.
+ */
+export class WriteTx {
+  /** Session-scoped locks to release once the transaction has ended (MariaDB named locks). */
+  readonly releases: LockStatement[] = [];
+
+  constructor(
+    readonly data: QueryRunner,
+    readonly config: QueryRunner,
+  ) {}
+
+  get dataSource(): DataSource {
+    return this.data.connection;
+  }
+
+  /** The data connection's TypeORM driver type (timestamps come back per driver). */
+  get driverType(): string {
+    return this.data.connection.driver.options.type;
+  }
+
+  get spansTwoDatabases(): boolean {
+    return this.data !== this.config;
+  }
+}
+
 const LM = '__lm';
 const AUDIT = '__audit';
 /** IN lists are chunked below every dialect's parameter limit. */
@@ -31,45 +63,123 @@ const IN_CHUNK = 500;
 
 /**
  * Writes to registered entity tables (spec §4.3). Every statement is built by entity-query.ts from
- * registry identifiers and runs on the query runner of the caller's transaction.
+ * registry identifiers and runs on a runner of the caller's transaction.
  */
 @Injectable()
 export class EntityWriteRepository {
-  /** SQLite has one connection: write transactions are run one after another in this process. */
-  private sqliteQueue: Promise<unknown> = Promise.resolve();
+  private readonly logger = new Logger('EntityWrite');
+  /**
+   * SQLite has one connection per database file: write transactions on it run one after another in
+   * this process (two interleaved transactions would nest as savepoints).
+   */
+  private readonly sqliteQueues = new WeakMap<DataSource, Promise<unknown>>();
 
-  constructor(private readonly database: DatabaseService) {}
+  constructor(
+    private readonly database: DatabaseService,
+    private readonly connections: ConnectionsService,
+  ) {}
 
-  get ds() {
-    return this.database.dataSource;
+  /** D3: the DataSource an entity's rows live in (the configuration database for null / 'default'). */
+  dataSourceFor(entity: EntityInfo, tenantId: string): DataSource {
+    return this.connections.dataSourceFor(entity.connectionCode, tenantId);
   }
 
-  get driverType(): string {
-    return this.ds.driver.options.type;
-  }
-
-  /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
-  async transaction<T>(work: (qr: QueryRunner) => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` in a transaction on `dataDs` (and one on the configuration database when that is
+   * another database): committed when it resolves, rolled back when it throws.
+   *
+   * Across two databases there is no two-phase commit. Every statement, audit rows included, has run
+   * before the first COMMIT; the data commits first, then the configuration database. Should that
+   * second COMMIT fail (the server went away in between), the change stands and its audit row is
+   * lost; this is logged as an error, and the structured audit log event still records the change.
+   */
+  async transaction<T>(dataDs: DataSource, work: (tx: WriteTx) => Promise<T>): Promise<T> {
+    const configDs = this.database.dataSource;
     const run = async (): Promise<T> => {
-      const qr = this.ds.createQueryRunner();
-      await qr.connect();
-      await qr.startTransaction();
+      const config = await this.begin(configDs);
+      let data = config;
+      let tx: WriteTx | undefined;
       try {
-        const result = await work(qr);
-        await qr.commitTransaction();
+        if (dataDs !== configDs) data = await this.begin(dataDs);
+        tx = new WriteTx(data, config);
+        const result = await work(tx);
+        if (tx.spansTwoDatabases) {
+          await data.commitTransaction();
+          try {
+            await config.commitTransaction();
+          } catch (err) {
+            this.logger.error(
+              { err: err instanceof Error ? err.message : String(err) },
+              'Entity change committed, its audit row in the configuration database was not',
+            );
+          }
+        } else {
+          await config.commitTransaction();
+        }
         return result;
       } catch (err) {
-        if (qr.isTransactionActive) await qr.rollbackTransaction();
+        for (const qr of new Set([data, config])) {
+          if (qr.isTransactionActive) await qr.rollbackTransaction().catch(() => undefined);
+        }
         throw err;
       } finally {
-        await qr.release();
+        if (tx) await this.releaseLocks(tx);
+        await data.release();
+        if (data !== config) await config.release();
       }
     };
-    if (this.database.dialect !== 'sqlite') return run();
-    // better-sqlite3 shares one query runner: two interleaved transactions would nest as savepoints.
-    const next = this.sqliteQueue.then(run, run);
-    this.sqliteQueue = next.catch(() => undefined);
+    // Fixed order (configuration database, then data) so two writers never wait on each other.
+    return this.serial(configDs, () => (dataDs === configDs ? run() : this.serial(dataDs, run)));
+  }
+
+  private async begin(ds: DataSource): Promise<QueryRunner> {
+    const qr = ds.createQueryRunner();
+    try {
+      await qr.connect();
+      await qr.startTransaction();
+      return qr;
+    } catch (err) {
+      await qr.release();
+      throw err;
+    }
+  }
+
+  private serial<T>(ds: DataSource, run: () => Promise<T>): Promise<T> {
+    if (dialectOf(ds.driver.options.type) !== 'sqlite') return run();
+    const next = (this.sqliteQueues.get(ds) ?? Promise.resolve()).then(run, run);
+    this.sqliteQueues.set(
+      ds,
+      next.catch(() => undefined),
+    );
     return next;
+  }
+
+  /**
+   * Holds the unique-value locks `names` until the transaction ends (see value-lock.ts). Names are
+   * taken in sorted order so two writers of the same values cannot deadlock.
+   */
+  async lockValues(tx: WriteTx, names: string[]): Promise<void> {
+    const dialect = dialectOf(tx.driverType);
+    for (const name of [...new Set(names)].sort()) {
+      const sql = valueLockSql(dialect, name);
+      if (!sql) return;
+      const rows: unknown = await tx.data.query(sql.acquire.sql, sql.acquire.params);
+      if (!lockAcquired(dialect, rows)) {
+        throw new ConflictError('Another request is writing the same unique value; retry');
+      }
+      if (sql.release) tx.releases.push(sql.release);
+    }
+  }
+
+  private async releaseLocks(tx: WriteTx): Promise<void> {
+    for (const statement of tx.releases.splice(0)) {
+      try {
+        await tx.data.query(statement.sql, statement.params);
+      } catch (err) {
+        // A connection that cannot release its lock is broken; the server frees it when it closes.
+        this.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'Lock release failed');
+      }
+    }
   }
 
   /** The row in the caller's write scope (own tenant, live, row filter), or undefined. */
@@ -81,15 +191,15 @@ export class EntityWriteRepository {
     fields: FieldDef[],
     id: number,
   ): Promise<WriteRow | undefined> {
-    const qb = scoped(this.ds, entity, policy, ctx, {
+    const qb = scoped(qr.connection, entity, policy, ctx, {
       queryRunner: qr,
       tenantMode: writeTenantMode(entity, policy, ctx.user),
-    }).andWhere(`${col(this.ds, entity.primaryKeyColumn)} = :__id`, { __id: id });
-    qb.select(col(this.ds, entity.columns.lastModified), LM).addSelect(
-      col(this.ds, entity.columns.auditData),
+    }).andWhere(`${col(qr.connection, entity.primaryKeyColumn)} = :__id`, { __id: id });
+    qb.select(col(qr.connection, entity.columns.lastModified), LM).addSelect(
+      col(qr.connection, entity.columns.auditData),
       AUDIT,
     );
-    for (const f of fields) qb.addSelect(col(this.ds, f.column), f.name);
+    for (const f of fields) qb.addSelect(col(qr.connection, f.column), f.name);
     const raw = await qb.getRawOne<Row>();
     if (!raw) return undefined;
     const out: Row = {};
@@ -98,8 +208,8 @@ export class EntityWriteRepository {
   }
 
   async insert(qr: QueryRunner, entity: EntityInfo, row: Row): Promise<number> {
-    const result = await insertRow(this.ds, entity, row, qr).execute();
-    return insertedId(this.ds, result.raw);
+    const result = await insertRow(qr.connection, entity, row, qr).execute();
+    return insertedId(qr.connection, result.raw);
   }
 
   /** Scoped UPDATE, a compare-and-set on last_modified when `expectedLastModified` is given; affected rows. */
@@ -112,7 +222,7 @@ export class EntityWriteRepository {
     set: Row,
     expectedLastModified?: { value: unknown },
   ): Promise<number> {
-    const result = await scopedUpdate(this.ds, entity, policy, ctx, id, set, {
+    const result = await scopedUpdate(qr.connection, entity, policy, ctx, id, set, {
       queryRunner: qr,
       lastModified: expectedLastModified,
     }).execute();
@@ -127,7 +237,7 @@ export class EntityWriteRepository {
     id: number,
     set: Row,
   ): Promise<number> {
-    const result = await tenantRowUpdate(this.ds, entity, tenantId, id, set, qr).execute();
+    const result = await tenantRowUpdate(qr.connection, entity, tenantId, id, set, qr).execute();
     return result.affected ?? 0;
   }
 
@@ -143,12 +253,12 @@ export class EntityWriteRepository {
     value: unknown,
     exceptId?: number,
   ): Promise<boolean> {
-    const qb = tenantLiveRows(this.ds, entity, tenantId, qr);
-    const column = col(this.ds, field.column);
+    const qb = tenantLiveRows(qr.connection, entity, tenantId, qr);
+    const column = col(qr.connection, field.column);
     if (field.type === 'email') qb.andWhere(`LOWER(${column}) = :__value`, { __value: value });
     else qb.andWhere(`${column} = :__value`, { __value: value });
     if (exceptId !== undefined)
-      qb.andWhere(`${col(this.ds, entity.primaryKeyColumn)} <> :__exceptId`, { __exceptId: exceptId });
+      qb.andWhere(`${col(qr.connection, entity.primaryKeyColumn)} <> :__exceptId`, { __exceptId: exceptId });
     const row = await qb.select('1', 'one').limit(1).getRawOne<Row>();
     return row !== undefined;
   }
@@ -163,13 +273,13 @@ export class EntityWriteRepository {
   ): Promise<Array<{ id: number; auditRaw: unknown }>> {
     const out: Array<{ id: number; auditRaw: unknown }> = [];
     for (let i = 0; i < values.length; i += IN_CHUNK) {
-      const rows = await tenantLiveRows(this.ds, entity, tenantId, qr)
-        .andWhere(`${col(this.ds, field.column)} IN (:...__values)`, {
+      const rows = await tenantLiveRows(qr.connection, entity, tenantId, qr)
+        .andWhere(`${col(qr.connection, field.column)} IN (:...__values)`, {
           __values: values.slice(i, i + IN_CHUNK),
         })
-        .select(col(this.ds, entity.primaryKeyColumn), 'id')
-        .addSelect(col(this.ds, entity.columns.auditData), 'audit')
-        .orderBy(col(this.ds, entity.primaryKeyColumn), 'ASC')
+        .select(col(qr.connection, entity.primaryKeyColumn), 'id')
+        .addSelect(col(qr.connection, entity.columns.auditData), 'audit')
+        .orderBy(col(qr.connection, entity.primaryKeyColumn), 'ASC')
         .getRawMany<{ id: unknown; audit: unknown }>();
       out.push(...rows.map((r) => ({ id: Number(r.id), auditRaw: r.audit })));
     }
@@ -181,7 +291,7 @@ export class EntityWriteRepository {
    * system-wide one (D41). Undefined when neither exists or the values are unreadable.
    */
   async valueSetCodes(qr: QueryRunner, code: string, tenantId: string): Promise<Set<string> | undefined> {
-    const rows = await this.ds
+    const rows = await qr.connection
       .createQueryBuilder(qr)
       .select('v.vs_tenant_id', 'tenant')
       .addSelect('v.vs_values', 'vals')
@@ -211,7 +321,7 @@ export class EntityWriteRepository {
 
   /** Inserts an `app_audit_logs` row (D29) in the caller's transaction. */
   async insertAudit(qr: QueryRunner, row: Row): Promise<void> {
-    await this.ds
+    await qr.connection
       .createQueryBuilder(qr)
       .insert()
       .into('app_audit_logs', Object.keys(row))

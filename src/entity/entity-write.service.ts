@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import type { QueryRunner } from 'typeorm';
+import type { DataSource, QueryRunner } from 'typeorm';
 import {
   AppError,
   AuthorizationError,
@@ -21,7 +21,8 @@ import { EntityCacheInvalidator } from './entity-cache-invalidator';
 import type { QueryContext } from './entity-query';
 import { AcceptedValue, CheckedPayload, checkPayload, LAST_MODIFIED_KEY } from './entity-validation';
 import { fromDbTimestamp, toDb, toDbTimestamp } from './entity-write-values';
-import { EntityWriteRepository } from './entity-write.repository';
+import { EntityWriteRepository, WriteTx } from './entity-write.repository';
+import { valueLockName } from './value-lock';
 import type { Row } from './entity.repository';
 import { fromDb } from './entity-values';
 import './entity-request';
@@ -46,6 +47,12 @@ function chain(request: FastifyRequest): Chain {
   const { entity, profile, user, tenant } = request;
   if (!entity || !profile || !user || !tenant) throw new Error('Entity request chain did not run');
   return { entity, policy: profile.policy, ctx: { tenantId: tenant.id, user }, requestId: request.id };
+}
+
+/** The identity of a unique value: e-mail addresses compare case-blind (as existsWithValue does). */
+function uniqueKey(field: FieldDef, dbValue: unknown): string {
+  const text = typeof dbValue === 'string' ? dbValue : JSON.stringify(dbValue);
+  return field.type === 'email' ? text.toLowerCase() : text;
 }
 
 function parseJsonObject(value: unknown): Record<string, unknown> {
@@ -109,10 +116,11 @@ export class EntityWriteService {
     const checked = checkPayload(entity, policy, request.body, 'create');
     const secrets = checked.errors.length === 0 ? await this.transformSecrets(entity, checked.secrets) : [];
     const now = Date.now();
-    const { id, entry } = await this.withTransaction(async (qr) => {
+    const { id, entry } = await this.withTransaction(c, async (tx) => {
+      await this.lockUniqueValues(tx, entity, ctx.tenantId, checked.values);
       const errors = [
         ...checked.errors,
-        ...(await this.checkAgainstDb(qr, entity, ctx.tenantId, checked.values)),
+        ...(await this.checkAgainstDb(tx, entity, ctx.tenantId, checked.values)),
       ];
       if (errors.length > 0) throw new ValidationError('Validation failed', errors);
       const row: Row = {};
@@ -127,10 +135,10 @@ export class EntityWriteService {
         created_at: new Date(now).toISOString(),
       });
       row[cols.lastModified] = toDbTimestamp(now);
-      const newId = await this.repository.insert(qr, entity, row);
+      const newId = await this.repository.insert(tx.data, entity, row);
       const after = this.snapshot(entity, newId, checked.values);
       const auditEntry = this.entry(c, 'entity.created', newId, null, after, now);
-      if (auditWanted(policy.audit, auditEntry.event)) await this.audit.record(qr, auditEntry);
+      if (auditWanted(policy.audit, auditEntry.event)) await this.audit.record(tx.config, auditEntry);
       return { id: newId, entry: auditEntry };
     });
     await this.afterCommit(c, entry, [{ entity, ids: [id] }]);
@@ -153,9 +161,10 @@ export class EntityWriteService {
     const secrets = checked.errors.length === 0 ? await this.transformSecrets(entity, checked.secrets) : [];
     const fields = snapshotFields(entity);
 
-    const { entry, now } = await this.withTransaction(async (qr) => {
+    const { entry, now } = await this.withTransaction(c, async (tx) => {
+      await this.lockUniqueValues(tx, entity, ctx.tenantId, checked.values);
       // Rule 1: the existing record, in the caller's write scope.
-      const existing = await this.repository.load(qr, entity, policy, ctx, fields, id);
+      const existing = await this.repository.load(tx.data, entity, policy, ctx, fields, id);
       if (!existing) throw new NotFoundError(`${entity.code} ${id} not found`);
       // Rule 2: validation; uniqueness only where the value changes.
       const changed = checked.values.filter(
@@ -163,11 +172,11 @@ export class EntityWriteService {
       );
       const errors = [
         ...checked.errors,
-        ...(await this.checkAgainstDb(qr, entity, ctx.tenantId, changed, id)),
+        ...(await this.checkAgainstDb(tx, entity, ctx.tenantId, changed, id)),
       ];
       if (errors.length > 0) throw new ValidationError('Validation failed', errors);
       // Rule 3: optimistic concurrency (D24).
-      const storedMs = fromDbTimestamp(existing.lastModifiedRaw, this.repository.driverType);
+      const storedMs = fromDbTimestamp(existing.lastModifiedRaw, tx.driverType);
       if (storedMs !== null && storedMs !== expected.ms) throw this.stale(entity, id, storedMs);
       // Strictly later than the stored value, so a token is never valid twice.
       const at = Math.max(Date.now(), (storedMs ?? 0) + 1);
@@ -180,18 +189,18 @@ export class EntityWriteService {
       set[entity.columns.auditData] = JSON.stringify(audit);
       set[entity.columns.lastModified] = toDbTimestamp(at);
       // Rule 4: scoped by id, tenant and not deleted, and a compare-and-set on the value just read.
-      const affected = await this.repository.update(qr, entity, policy, ctx, id, set, {
+      const affected = await this.repository.update(tx.data, entity, policy, ctx, id, set, {
         value: existing.lastModifiedRaw,
       });
       if (affected !== 1) {
-        const now2 = await this.repository.load(qr, entity, policy, ctx, fields, id);
+        const now2 = await this.repository.load(tx.data, entity, policy, ctx, fields, id);
         if (!now2) throw new NotFoundError(`${entity.code} ${id} not found`);
-        throw this.stale(entity, id, fromDbTimestamp(now2.lastModifiedRaw, this.repository.driverType));
+        throw this.stale(entity, id, fromDbTimestamp(now2.lastModifiedRaw, tx.driverType));
       }
       const before = this.typed(fields, existing.fields);
       const after = { ...before, ...this.snapshot(entity, id, checked.values) };
       const auditEntry = this.entry(c, 'entity.updated', id, before, after, at);
-      if (auditWanted(policy.audit, auditEntry.event)) await this.audit.record(qr, auditEntry);
+      if (auditWanted(policy.audit, auditEntry.event)) await this.audit.record(tx.config, auditEntry);
       return { entry: auditEntry, now: at };
     });
     await this.afterCommit(c, entry, [{ entity, ids: [id] }]);
@@ -212,19 +221,19 @@ export class EntityWriteService {
     const now = Date.now();
     const deletedAt = new Date(now).toISOString();
 
-    const { entry, removed } = await this.withTransaction(async (qr) => {
-      const existing = await this.repository.load(qr, entity, policy, ctx, fields, id);
+    const { entry, removed } = await this.withTransaction(c, async (tx) => {
+      const existing = await this.repository.load(tx.data, entity, policy, ctx, fields, id);
       if (!existing) throw new NotFoundError(`${entity.code} ${id} not found`);
-      const plan = await this.dependents(qr, entity, [id], cascade, ctx.tenantId, 0);
+      const plan = await this.dependents(tx, entity, [id], cascade, ctx.tenantId, 0);
       if (plan.blocked.size > 0) {
         throw new ConflictError(`${entity.code} ${id} has dependent records; delete with cascade=true`, {
           dependentEntities: [...plan.blocked].map(([code, count]) => ({ entity: code, count })),
         });
       }
-      const storedMs = fromDbTimestamp(existing.lastModifiedRaw, this.repository.driverType);
+      const storedMs = fromDbTimestamp(existing.lastModifiedRaw, tx.driverType);
       const at = Math.max(now, (storedMs ?? 0) + 1);
       const affected = await this.repository.update(
-        qr,
+        tx.data,
         entity,
         policy,
         ctx,
@@ -247,7 +256,7 @@ export class EntityWriteService {
       for (const step of plan.cascade) {
         for (const row of step.rows) {
           await this.repository.updateTenantRow(
-            qr,
+            tx.data,
             step.entity,
             ctx.tenantId,
             row.id,
@@ -260,11 +269,11 @@ export class EntityWriteService {
       const after = { deleted_by: ctx.user.email, deleted_at: deletedAt, cascaded };
       const auditEntry = this.entry(c, 'entity.deleted', id, before, after, at);
       if (auditWanted(policy.audit, auditEntry.event)) {
-        await this.audit.record(qr, auditEntry);
+        await this.audit.record(tx.config, auditEntry);
         // Every cascaded row gets an audit row of its own, pointing back at the parent.
         for (const step of plan.cascade) {
           for (const row of step.rows) {
-            await this.audit.record(qr, {
+            await this.audit.record(tx.config, {
               ...auditEntry,
               entityCode: step.entity.code,
               recordId: row.id,
@@ -348,9 +357,34 @@ export class EntityWriteService {
     return out;
   }
 
+  /**
+   * Takes the locks of the unique values a write names (value-lock.ts) as the transaction's first
+   * statement, so a concurrent writer of the same value waits until this transaction has ended, and
+   * every read after it (snapshot isolation included) sees that writer's committed row.
+   */
+  private async lockUniqueValues(
+    tx: WriteTx,
+    entity: EntityInfo,
+    tenantId: string,
+    values: AcceptedValue[],
+  ): Promise<void> {
+    const unique = values.filter((v) => v.field.unique && v.value !== null && v.value !== undefined);
+    await this.repository.lockValues(
+      tx,
+      unique.map(({ field, value }) =>
+        valueLockName({
+          table: entity.table,
+          tenantId,
+          column: field.column,
+          value: uniqueKey(field, toDb(field, value)),
+        }),
+      ),
+    );
+  }
+
   /** Value sets, uniqueness and references of accepted values (create rule 1, update rule 2). */
   private async checkAgainstDb(
-    qr: QueryRunner,
+    tx: WriteTx,
     entity: EntityInfo,
     tenantId: string,
     values: AcceptedValue[],
@@ -360,7 +394,7 @@ export class EntityWriteService {
     for (const { field, value } of values) {
       if (value === null || value === undefined) continue;
       if (field.valueSet !== undefined) {
-        const codes = await this.repository.valueSetCodes(qr, field.valueSet, tenantId);
+        const codes = await this.repository.valueSetCodes(tx.config, field.valueSet, tenantId);
         if (!codes || typeof value !== 'string' || !codes.has(value)) {
           errors.push({ field: field.name, error: `must be one of the values of ${field.valueSet}` });
           continue;
@@ -368,7 +402,14 @@ export class EntityWriteService {
       }
       if (
         field.unique &&
-        (await this.repository.existsWithValue(qr, entity, tenantId, field, toDb(field, value), exceptId))
+        (await this.repository.existsWithValue(
+          tx.data,
+          entity,
+          tenantId,
+          field,
+          toDb(field, value),
+          exceptId,
+        ))
       ) {
         errors.push({ field: field.name, error: 'must be unique; the value is already used' });
         continue;
@@ -379,7 +420,9 @@ export class EntityWriteService {
         const found =
           target !== undefined &&
           targetField !== undefined &&
-          (await this.repository.existsWithValue(qr, target, tenantId, targetField, value));
+          (await this.onRunnerOf(tx, target, tenantId, (qr) =>
+            this.repository.existsWithValue(qr, target, tenantId, targetField, value),
+          ));
         if (!found)
           errors.push({
             field: field.name,
@@ -391,12 +434,33 @@ export class EntityWriteService {
   }
 
   /**
+   * Runs a read of `entity` on the write's runner for its database, or, for a third database, on a
+   * runner of its own (a reference check across connections is a read, never part of the write).
+   */
+  private async onRunnerOf<T>(
+    tx: WriteTx,
+    entity: EntityInfo,
+    tenantId: string,
+    read: (qr: QueryRunner) => Promise<T>,
+  ): Promise<T> {
+    const ds: DataSource = this.repository.dataSourceFor(entity, tenantId);
+    if (ds === tx.dataSource) return read(tx.data);
+    if (ds === tx.config.connection) return read(tx.config);
+    const qr = ds.createQueryRunner();
+    try {
+      return await read(qr);
+    } finally {
+      await qr.release();
+    }
+  }
+
+  /**
    * Live dependents of `ids` (D25, spec delete rules 3 and 5). Relations with onDelete `restrict`
    * block the delete unless cascade=true; with cascade=true they are soft-deleted as well. Relations
    * with onDelete `cascade` are soft-deleted whenever the delete goes ahead. Followed recursively.
    */
   private async dependents(
-    qr: QueryRunner,
+    tx: WriteTx,
     entity: EntityInfo,
     ids: number[],
     cascade: boolean,
@@ -419,7 +483,13 @@ export class EntityWriteService {
       // A relation that cannot be resolved fails closed: no delete that could orphan rows.
       if (!dependent || !fk)
         throw new ServiceError(`Relation ${entity.code} → ${relation.entity} is not usable`);
-      const rows = await this.repository.liveRowsReferencing(qr, dependent, tenantId, fk, ids);
+      // D25 deletes dependents in the parent's transaction, which one database can give.
+      if (this.repository.dataSourceFor(dependent, tenantId) !== tx.dataSource)
+        throw new AppError(
+          'NOT_IMPLEMENTED',
+          `Relation ${entity.code} → ${dependent.code} spans two connections; deletes across them are not supported`,
+        );
+      const rows = await this.repository.liveRowsReferencing(tx.data, dependent, tenantId, fk, ids);
       if (rows.length === 0) continue;
       if (relation.onDelete === 'restrict' && !cascade) {
         out.blocked.set(dependent.code, (out.blocked.get(dependent.code) ?? 0) + rows.length);
@@ -427,7 +497,7 @@ export class EntityWriteService {
       }
       out.cascade.push({ entity: dependent, rows });
       const deeper = await this.dependents(
-        qr,
+        tx,
         dependent,
         rows.map((r) => r.id),
         cascade,
@@ -508,9 +578,11 @@ export class EntityWriteService {
     };
   }
 
-  private async withTransaction<T>(work: (qr: QueryRunner) => Promise<T>): Promise<T> {
+  /** The write's transaction on the entity's database (D3), with DB constraint errors translated. */
+  private async withTransaction<T>(c: Chain, work: (tx: WriteTx) => Promise<T>): Promise<T> {
+    const ds = this.repository.dataSourceFor(c.entity, c.ctx.tenantId);
     try {
-      return await this.repository.transaction(work);
+      return await this.repository.transaction(ds, work);
     } catch (err) {
       throw translateDbError(err);
     }

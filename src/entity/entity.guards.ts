@@ -111,13 +111,6 @@ export class EntityAccessGuard implements CanActivate {
           : mode === 'WRITE'
             ? action !== 'delete'
             : entity.type === 'FUNCTION' && (action === 'read' || action === 'export');
-    const external = entity.connectionCode !== null && entity.connectionCode !== 'default';
-    if (external && action !== 'read' && action !== 'export') {
-      throw new AppError(
-        'NOT_IMPLEMENTED',
-        `Writes to ${entity.code} on connection ${entity.connectionCode} are not supported yet`,
-      );
-    }
     if (!byMode || (readOnlyObject && action !== 'read' && action !== 'export')) {
       throw new AuthorizationError(
         `Entity ${entity.code} does not allow ${action} (${mode}, ${entity.type})`,

@@ -1,3 +1,4 @@
+import type { DataSource } from 'typeorm';
 import { encryptConnectionString } from '../../src/database/connections/connection-string.crypto';
 import { ConnectionsService } from '../../src/database/connections/connections.service';
 import { authHeaders, signin, TENANT } from '../support/auth';
@@ -148,14 +149,179 @@ describe('External connections at start-up (D3)', () => {
       const globex = await read(TENANT.globex, 'admin@globex.test');
       expect(globex.json().data.records.map((r: { name: string }) => r.name)).toEqual(['Remote Grace']);
 
+      // customers' relation to orders (D25) now points at another database: a delete, which would
+      // have to soft-delete dependents in the same transaction, is refused rather than half done.
       const token = (await signin(t.app, TENANT.acme, 'admin@acme.test')).token;
-      const write = await t.app.inject({
-        method: 'POST',
-        url: '/api/v1/remote_customers',
+      const [ada] = acme.json().data.records as Array<{ id: number }>;
+      const del = await t.app.inject({
+        method: 'DELETE',
+        url: `/api/v1/remote_customers/${ada.id}`,
         headers: authHeaders(TENANT.acme, token),
-        payload: { name: 'X', email: 'x@remote.example' },
       });
-      expect(write.statusCode).toBe(501);
+      expect(del.statusCode).toBe(501);
+      expect(del.json().error.code).toBe('NOT_IMPLEMENTED');
+      const [row] = await ext.query(
+        `SELECT cus_is_deleted AS d FROM demo_customers WHERE cus_id = ${ada.id}`,
+      );
+      expect(Number((row as { d: unknown }).d)).toBe(0);
+    });
+
+    describe('writes to an entity on the other database', () => {
+      let ext: DataSource;
+      let cfg: DataSource;
+      let acme: Record<string, string>;
+      let globex: Record<string, string>;
+      const url = '/api/v1/remote_people';
+
+      const extRow = async (id: number) =>
+        (
+          await ext
+            .createQueryBuilder()
+            .select('c.*')
+            .from('demo_customers', 'c')
+            .where('c.cus_id = :id', { id })
+            .getRawMany<Record<string, unknown>>()
+        )[0];
+      const auditRows = (ds: DataSource, id: number) =>
+        ds
+          .createQueryBuilder()
+          .select('a.aud_event', 'event')
+          .addSelect('a.aud_tenant_id', 'tenant')
+          .from('app_audit_logs', 'a')
+          .where('a.aud_entity_code = :code AND a.aud_record_id = :id', {
+            code: 'remote_people',
+            id: String(id),
+          })
+          .orderBy('a.aud_id', 'ASC')
+          .getRawMany<{ event: string; tenant: unknown }>();
+      const countExt = async () => Number((await ext.query('SELECT COUNT(*) AS n FROM demo_customers'))[0].n);
+
+      beforeAll(async () => {
+        const connections = t.app.get(ConnectionsService);
+        ext = connections.dataSourceFor('erp', '1');
+        cfg = connections.dataSourceFor(null, '1');
+        // A copy of `customers` without its relation to orders (which live in the other database).
+        const [reg] = await cfg
+          .createQueryBuilder()
+          .select('r.obj_payload', 'payload')
+          .from('app_object_registries', 'r')
+          .where("r.obj_code = 'customers'")
+          .getRawMany<{ payload: string }>();
+        const payload = { ...(JSON.parse(reg.payload) as object), relations: [] };
+        await copyEntityConfig(cfg, 'customers', 'remote_people', {
+          registry: { obj_connection_code: 'erp', obj_payload: JSON.stringify(payload) },
+        });
+        acme = authHeaders(TENANT.acme, (await signin(t.app, TENANT.acme, 'admin@acme.test')).token);
+        globex = authHeaders(TENANT.globex, (await signin(t.app, TENANT.globex, 'admin@globex.test')).token);
+      });
+
+      it('should create, update and delete the row in the other database, auditing in the configuration database', async () => {
+        const created = await t.app.inject({
+          method: 'POST',
+          url,
+          headers: acme,
+          payload: { name: 'Remote Edsger', email: 'Edsger@Remote.example', tier: 'gold' },
+        });
+        expect(created.statusCode).toBe(201);
+        const { id, lastModified } = created.json().data as { id: number; lastModified: string };
+        expect(await extRow(id)).toMatchObject({
+          cus_name: 'Remote Edsger',
+          cus_email: 'edsger@remote.example',
+        });
+        expect(Number((await extRow(id)).cus_tenant_id)).toBe(1);
+
+        const updated = await t.app.inject({
+          method: 'PUT',
+          url: `${url}/${id}`,
+          headers: acme,
+          payload: { phone: '+44 1', lastModified },
+        });
+        expect(updated.statusCode).toBe(200);
+        expect((await extRow(id)).cus_phone).toBe('+44 1');
+        const stale = await t.app.inject({
+          method: 'PUT',
+          url: `${url}/${id}`,
+          headers: acme,
+          payload: { phone: '+44 2', lastModified },
+        });
+        expect(stale.statusCode).toBe(409);
+
+        const deleted = await t.app.inject({ method: 'DELETE', url: `${url}/${id}`, headers: acme });
+        expect(deleted.statusCode).toBe(200);
+        expect(Number((await extRow(id)).cus_is_deleted)).toBe(1);
+
+        expect((await auditRows(cfg, id)).map((r) => [r.event, Number(r.tenant)])).toEqual([
+          ['entity.created', 1],
+          ['entity.updated', 1],
+          ['entity.deleted', 1],
+        ]);
+        expect(await auditRows(ext, id)).toEqual([]);
+      });
+
+      it('should check uniqueness in the other database and value sets in the configuration database', async () => {
+        const first = await t.app.inject({
+          method: 'POST',
+          url,
+          headers: acme,
+          payload: { name: 'Remote Barbara', email: 'barbara@remote.example' },
+        });
+        expect(first.statusCode).toBe(201);
+        const before = await countExt();
+        const again = await t.app.inject({
+          method: 'POST',
+          url,
+          headers: acme,
+          payload: { name: 'Remote Barbara 2', email: 'BARBARA@remote.example', tier: 'no-such-tier' },
+        });
+        expect(again.statusCode).toBe(400);
+        expect(
+          again
+            .json()
+            .error.details.map((d: { field: string }) => d.field)
+            .sort(),
+        ).toEqual(['email', 'tier']);
+        expect(await countExt()).toBe(before);
+      });
+
+      it('should keep other tenants out of the rows in the other database', async () => {
+        const created = await t.app.inject({
+          method: 'POST',
+          url,
+          headers: acme,
+          payload: { name: 'Remote Frances', email: 'frances@remote.example' },
+        });
+        const { id, lastModified } = created.json().data as { id: number; lastModified: string };
+        const before = await extRow(id);
+        const put = await t.app.inject({
+          method: 'PUT',
+          url: `${url}/${id}`,
+          headers: globex,
+          payload: { name: 'Stolen', lastModified },
+        });
+        const del = await t.app.inject({ method: 'DELETE', url: `${url}/${id}`, headers: globex });
+        const get = await t.app.inject({ method: 'GET', url: `${url}/${id}`, headers: globex });
+        expect([put.statusCode, del.statusCode, get.statusCode]).toEqual([404, 404, 404]);
+        expect(await extRow(id)).toEqual(before);
+      });
+
+      it('should leave the other database unchanged when the audit row cannot be written', async () => {
+        const before = await countExt();
+        await cfg.query('ALTER TABLE app_audit_logs RENAME TO app_audit_logs_away');
+        try {
+          const res = await t.app.inject({
+            method: 'POST',
+            url,
+            headers: acme,
+            payload: { name: 'Remote Lost', email: 'lost@remote.example' },
+          });
+          expect(res.statusCode).toBe(500);
+          expect(res.json().error.code).toBe('SERVICE_ERROR');
+          expect(JSON.stringify(res.json())).not.toMatch(/app_audit_logs/);
+        } finally {
+          await cfg.query('ALTER TABLE app_audit_logs_away RENAME TO app_audit_logs');
+        }
+        expect(await countExt()).toBe(before);
+      });
     });
   });
 

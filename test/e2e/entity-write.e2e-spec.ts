@@ -385,6 +385,53 @@ describe('Entity writes (spec §4.3, §3.1, D21-D25, D29)', () => {
       ).toHaveLength(1);
     });
 
+    it('should let exactly one of several concurrent creates with the same unique value win', async () => {
+      const emails = ['Race@acme.example', 'race@acme.example', 'RACE@ACME.EXAMPLE', 'race@Acme.example'];
+      const results = await Promise.all(
+        emails.map((email) => call('POST', '/api/v1/customers', 'acmeAdmin', newCustomer({ email }))),
+      );
+      expect(results.map((r) => r.statusCode).sort()).toEqual([201, 400, 400, 400]);
+      for (const r of results.filter((x) => x.statusCode === 400)) {
+        expect(r.json().error.details).toEqual([
+          { field: 'email', error: 'must be unique; the value is already used' },
+        ]);
+      }
+      const rows = await ds
+        .createQueryBuilder()
+        .select('c.cus_id', 'id')
+        .from('demo_customers', 'c')
+        .where('LOWER(c.cus_email) = :email AND c.cus_tenant_id = 1', { email: 'race@acme.example' })
+        .getRawMany();
+      expect(rows).toHaveLength(1);
+    });
+
+    it('should let only one of two concurrent updates take the same unique value', async () => {
+      const [a, b] = [await createCustomer(), await createCustomer()];
+      const results = await Promise.all(
+        [a, b].map((c) =>
+          call('PUT', `/api/v1/customers/${c.id}`, 'acmeAdmin', {
+            email: 'same-update@acme.example',
+            lastModified: c.lastModified,
+          }),
+        ),
+      );
+      expect(results.map((r) => r.statusCode).sort()).toEqual([200, 400]);
+      const rows = await ds
+        .createQueryBuilder()
+        .select('c.cus_id', 'id')
+        .from('demo_customers', 'c')
+        .where('c.cus_email = :email', { email: 'same-update@acme.example' })
+        .getRawMany();
+      expect(rows).toHaveLength(1);
+    });
+
+    it('should not hold up concurrent creates of different unique values', async () => {
+      const results = await Promise.all(
+        [1, 2, 3, 4].map(() => call('POST', '/api/v1/customers', 'acmeAdmin', newCustomer())),
+      );
+      expect(results.map((r) => r.statusCode)).toEqual([201, 201, 201, 201]);
+    });
+
     it('should check uniqueness only when the value changes', async () => {
       const c = await createCustomer();
       const same = await call('PUT', `/api/v1/customers/${c.id}`, 'acmeAdmin', {
