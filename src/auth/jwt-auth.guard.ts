@@ -40,10 +40,14 @@ export class JwtAuthGuard implements CanActivate {
     if (!request.tenant || user.tenantId !== request.tenant.id) {
       throw new AuthorizationError('Token belongs to another tenant', 'TENANT_MISMATCH');
     }
-    if (await this.cache.getJson<boolean>(this.cache.keys.revokedToken(user.jti))) {
-      throw new AppError('TOKEN_REVOKED', 'Token has been revoked');
-    }
-    if (!(await this.isUserActive(user.tenantId, user.userId))) {
+    // One cache round trip for both: the token's revocation mark and the user's cached state.
+    const stateKey = this.cache.keys.userState(user.tenantId, user.userId);
+    const [revoked, cachedActive] = await this.cache.getManyJson<boolean>([
+      this.cache.keys.revokedToken(user.jti),
+      stateKey,
+    ]);
+    if (revoked) throw new AppError('TOKEN_REVOKED', 'Token has been revoked');
+    if (!(cachedActive ?? (await this.loadUserState(stateKey, user.tenantId, user.userId)))) {
       throw new AppError('TOKEN_INVALID', 'User is not active');
     }
 
@@ -57,10 +61,7 @@ export class JwtAuthGuard implements CanActivate {
   }
 
   /** Cached for CACHE_TTL.userState seconds: a deactivated user is locked out within that time. */
-  private async isUserActive(tenantId: string, userId: number): Promise<boolean> {
-    const key = this.cache.keys.userState(tenantId, userId);
-    const cached = await this.cache.getJson<boolean>(key);
-    if (cached !== undefined) return cached;
+  private async loadUserState(key: string, tenantId: string, userId: number): Promise<boolean> {
     const active = (await this.users.findById(tenantId, userId))?.active ?? false;
     await this.cache.setJson(key, active, CACHE_TTL.userState);
     return active;

@@ -5,6 +5,8 @@
 export interface CacheStore {
   readonly kind: 'redis' | 'memory';
   get(key: string): Promise<string | null>;
+  /** Values of several keys in one round trip (MGET), null for each missing one. */
+  mget(keys: string[]): Promise<Array<string | null>>;
   /** ttlSeconds undefined or 0 = no expiry. */
   set(key: string, value: string, ttlSeconds?: number): Promise<void>;
   del(keys: string[]): Promise<number>;

@@ -39,6 +39,20 @@ export class CacheService implements OnApplicationShutdown {
     }
   }
 
+  /** Several JSON values in one round trip; a failed read is a miss for every key. */
+  async getManyJson<T>(keys: string[]): Promise<Array<T | undefined>> {
+    try {
+      const raw = await this.store.mget(keys);
+      return raw.map((r) => (r === null ? undefined : (JSON.parse(r) as T)));
+    } catch (err) {
+      this.logger.warn(
+        { keys: keys.length, err: errorMessage(err) },
+        'Cache read failed; treating as a miss',
+      );
+      return keys.map(() => undefined);
+    }
+  }
+
   async setJson(key: string, value: unknown, ttlSeconds?: number): Promise<boolean> {
     try {
       await this.store.set(key, JSON.stringify(value), ttlSeconds);

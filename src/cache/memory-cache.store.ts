@@ -42,6 +42,10 @@ export class MemoryCacheStore implements CacheStore {
     return e;
   }
 
+  async mget(keys: string[]): Promise<Array<string | null>> {
+    return keys.map((k) => this.live(k)?.value ?? null);
+  }
+
   async get(key: string): Promise<string | null> {
     return this.live(key)?.value ?? null;
   }

@@ -27,6 +27,10 @@ export class RedisCacheStore implements CacheStore {
     return this.client.get(key);
   }
 
+  async mget(keys: string[]): Promise<Array<string | null>> {
+    return keys.length === 0 ? [] : this.client.mget(...keys);
+  }
+
   async set(key: string, value: string, ttlSeconds?: number): Promise<void> {
     if (ttlSeconds) await this.client.set(key, value, 'EX', ttlSeconds);
     else await this.client.set(key, value);
