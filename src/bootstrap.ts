@@ -7,6 +7,7 @@ import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { BEARER_SCHEME, TENANT_HEADER_SCHEME } from './common/http/api-docs';
 import { requestIdFor } from './common/http/request-id';
+import { QuietFrameworkLogger } from './common/logging';
 import type { AppConfig } from './config/config.schema';
 
 /**
@@ -37,7 +38,7 @@ export async function createApp(
       logger: options.logger === false ? false : undefined,
     },
   );
-  if (options.logger !== false) app.useLogger(app.get(Logger));
+  if (options.logger !== false) app.useLogger(new QuietFrameworkLogger(app.get(Logger)));
   setupSwagger(app);
   return app;
 }

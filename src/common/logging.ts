@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { LoggerService } from '@nestjs/common';
 import type { Params } from 'nestjs-pino';
 import type { AppConfig } from '../config/config.schema';
 
@@ -89,4 +90,51 @@ export function pinoParams(config: AppConfig): Params {
       customErrorMessage: (req, res) => `${req.method} ${req.url} ${res.statusCode}`,
     },
   };
+}
+
+/** Nest's start-up chatter: a line per module and per route, useful when debugging only. */
+const FRAMEWORK_CONTEXTS = new Set([
+  'NestFactory',
+  'InstanceLoader',
+  'RoutesResolver',
+  'RouterExplorer',
+  'NestApplication',
+]);
+
+/**
+ * The application logger with Nest's own start-up lines (module and route listings) demoted from
+ * info to debug, so that at the default level start-up shows the banner and the service's own
+ * progress (migrations, seed, connections, ready) rather than ~40 lines of framework listing.
+ */
+export class QuietFrameworkLogger implements LoggerService {
+  constructor(private readonly inner: LoggerService) {}
+
+  log(message: unknown, ...rest: unknown[]): void {
+    const context = rest[rest.length - 1];
+    if (typeof context === 'string' && FRAMEWORK_CONTEXTS.has(context)) {
+      this.inner.debug?.(message, ...rest);
+      return;
+    }
+    this.inner.log(message, ...rest);
+  }
+
+  error(message: unknown, ...rest: unknown[]): void {
+    this.inner.error(message, ...rest);
+  }
+
+  warn(message: unknown, ...rest: unknown[]): void {
+    this.inner.warn(message, ...rest);
+  }
+
+  debug(message: unknown, ...rest: unknown[]): void {
+    this.inner.debug?.(message, ...rest);
+  }
+
+  verbose(message: unknown, ...rest: unknown[]): void {
+    this.inner.verbose?.(message, ...rest);
+  }
+
+  fatal(message: unknown, ...rest: unknown[]): void {
+    (this.inner.fatal ?? this.inner.error).call(this.inner, message, ...rest);
+  }
 }
