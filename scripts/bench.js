@@ -53,6 +53,13 @@ async function http(label, url, headers) {
   return result;
 }
 
+/** p50/p90/p99 of a list of request times (ms). */
+function report(label, times) {
+  const sorted = [...times].sort((a, b) => a - b);
+  const pct = (p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))].toFixed(2);
+  process.stdout.write(`${label.padEnd(58)} p50 ${pct(50)} ms  p90 ${pct(90)} ms  p99 ${pct(99)} ms\n`);
+}
+
 async function main() {
   const keyHex = randomBytes(32).toString('hex');
   const secret = randomBytes(48).toString('base64url');
@@ -134,9 +141,39 @@ async function main() {
     if (res.status !== 200) throw new Error(`list read answered ${res.status}`);
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
-  times.sort((a, b) => a - b);
-  const pct = (p) => times[Math.min(times.length - 1, Math.floor((p / 100) * times.length))].toFixed(2);
-  process.stdout.write(`${'GET /api/v1/orders (filter + sort + page), uncached'.padEnd(58)} p50 ${pct(50)} ms  p90 ${pct(90)} ms  p99 ${pct(99)} ms\n`);
+  report('GET /api/v1/orders (filter + sort + page), uncached', times);
+
+  // Writes: validation, unique-value lock and check, value set, INSERT/UPDATE, audit row, cache drop.
+  process.stdout.write('\nEntity writes (200 sequential requests each)\n');
+  const json = { ...auth, 'content-type': 'application/json' };
+  const created = [];
+  const createTimes = [];
+  for (let i = 0; i < 200; i++) {
+    const t0 = process.hrtime.bigint();
+    const res = await fetch(`${base}/api/v1/customers`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ name: `Bench ${i}`, email: `bench-${i}@acme.example`, tier: 'gold', credit_limit: i }),
+    });
+    const body = await res.json();
+    if (res.status !== 201) throw new Error(`create answered ${res.status}`);
+    createTimes.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    created.push(body.data);
+  }
+  report('POST /api/v1/customers (unique e-mail, value set, audit)', createTimes);
+  const updateTimes = [];
+  for (const c of created) {
+    const t0 = process.hrtime.bigint();
+    const res = await fetch(`${base}/api/v1/customers/${c.id}`, {
+      method: 'PUT',
+      headers: json,
+      body: JSON.stringify({ credit_limit: 1000, email: `bench-moved-${c.id}@acme.example`, lastModified: c.lastModified }),
+    });
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`update answered ${res.status}`);
+    updateTimes.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  report('PUT /api/v1/customers/:id (compare-and-set, new e-mail)', updateTimes);
   await app.close();
   rmSync(dir, { recursive: true, force: true });
 }
