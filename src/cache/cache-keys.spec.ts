@@ -22,6 +22,11 @@ describe(CacheKeys.name, () => {
     expect(keys.entityListAll(2, 'orders')).toBe('mtb:list:2:orders:*');
   });
 
+  it('should name the collection event channel {prefix}:events:collection (D37)', () => {
+    expect(keys.collectionEvents()).toBe('mtb:events:collection');
+    expect(new CacheKeys('test-1a2b').collectionEvents()).toBe('test-1a2b:events:collection');
+  });
+
   it('should escape separators and glob characters so one tenant pattern cannot match another', () => {
     const crafted = keys.entityList('1:*', 'orders', 'h');
     expect(crafted).not.toMatch(globToRegExp(keys.entityListAll(1, 'orders')));

@@ -114,8 +114,8 @@ export class CacheKeys {
     return `${this.prefix}:*`;
   }
 
-  /** `{prefix}:events:collection` (D37). */
-  collectionChannel(): string {
+  /** The pub/sub channel of the collection event, `{prefix}:events:collection` (D37). */
+  collectionEvents(): string {
     return this.key('events', 'collection');
   }
 }

@@ -27,6 +27,12 @@ import type { Row } from './entity.repository';
 import { fromDb } from './entity-values';
 import './entity-request';
 
+const EVENT_TYPE = {
+  'entity.created': 'created',
+  'entity.updated': 'updated',
+  'entity.deleted': 'deleted',
+} as const;
+
 /** Depth of cascades followed (D25): a relation cycle or a deep chain stops here. */
 const MAX_CASCADE_DEPTH = 5;
 const ID = /^\d{1,10}$/;
@@ -594,6 +600,8 @@ export class EntityWriteService {
     changed: Array<{ entity: EntityInfo; ids: number[] }>,
   ): Promise<void> {
     if (auditWanted(c.policy.audit, entry.event)) this.audit.log(entry);
-    for (const x of changed) await this.caches.invalidate(c.ctx.tenantId, x.entity.code, x.ids);
+    // D37's event type: entity.created → created, and so on (cascaded rows are deleted too).
+    const type = EVENT_TYPE[entry.event];
+    for (const x of changed) await this.caches.invalidate(c.ctx.tenantId, x.entity.code, x.ids, type);
   }
 }
