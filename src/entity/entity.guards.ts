@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { hasPermission, isSystemAdmin } from '../auth/permissions';
 import { AppError, AuthorizationError, ValidationError } from '../common/errors/app-error';
-import { ProfileLoaderService, profileNotFound } from '../profile/profile-loader.service';
+import { entityCodeOf, ProfileLoaderService, profileNotFound } from '../profile/profile-loader.service';
 import { RegistryService } from '../registry/registry.service';
 import type { EntityAction } from './entity-request';
 import './entity-request';
@@ -14,13 +14,6 @@ export const ENTITY_ACTION = 'mtb:entityAction';
 export const EntityOperation = (action: EntityAction): MethodDecorator => SetMetadata(ENTITY_ACTION, action);
 
 const ENTITY_CODE = /^[a-z][a-z0-9_]{0,99}$/i;
-
-function entityCodeOf(request: FastifyRequest): string | undefined {
-  const params = request.params as Record<string, string | undefined>;
-  // GET /api/v1/records names the entity in the query (D28).
-  const query = request.query as Record<string, unknown>;
-  return params.entity_code ?? (typeof query.entity === 'string' ? query.entity : undefined);
-}
 
 /** Chain step 2: entity info resolution (spec §4.3 rule 4, D20, D26). */
 @Injectable()
@@ -43,22 +36,17 @@ export class EntityInfoGuard implements CanActivate {
   }
 }
 
-/** Chain step 3: the profile loader (spec §4.3 rules 2-10). */
+/** Chain step 3: the profile loader (spec §4.3 rules 1-10), its `middleware()` with the defaults. */
 @Injectable()
 export class ProfileLoaderGuard implements CanActivate {
-  constructor(private readonly loader: ProfileLoaderService) {}
+  private readonly loadProfile: (request: FastifyRequest) => Promise<void>;
+
+  constructor(loader: ProfileLoaderService) {
+    this.loadProfile = loader.middleware();
+  }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    const request = context.switchToHttp().getRequest<FastifyRequest>();
-    const code = entityCodeOf(request);
-    if (!code) throw new ValidationError('Entity code is required in the path');
-    // Rule 2.
-    if (!request.user || !request.tenant) throw new AppError('UNAUTHORIZED', 'Authentication required');
-    request.profile = await this.loader.load({
-      entityCode: code,
-      tenantId: request.tenant.id,
-      entity: request.entity,
-    });
+    await this.loadProfile(context.switchToHttp().getRequest<FastifyRequest>());
     return true;
   }
 }

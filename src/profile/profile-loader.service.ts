@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { CacheService, errorMessage } from '../cache/cache.service';
 import { CACHE_TTL } from '../cache/cache-keys';
-import { AppError, NotFoundError } from '../common/errors/app-error';
+import { AppError, NotFoundError, ValidationError } from '../common/errors/app-error';
 import { RegistryService } from '../registry/registry.service';
 import type { EntityInfo } from '../registry/registry.types';
 import { EntityPolicy, normalisePolicy } from './policy/policy.model';
@@ -60,6 +60,33 @@ function isCachedProfile(value: unknown): value is Omit<LoadedProfile, 'entity'>
   return isObject(value) && isObject(value.profile) && isObject(value.policy) && isObject(value.meta);
 }
 
+/** Rule 11 `middleware(options)`. */
+export interface ProfileMiddlewareOptions {
+  /** Default true. */
+  cacheEnabled?: boolean;
+  /** Seconds, default 3600. */
+  cacheTTL?: number;
+}
+
+/** What the loader reads from and writes to a request (a FastifyRequest of an entity route). */
+export interface ProfileRequest {
+  params?: unknown;
+  query?: unknown;
+  user?: unknown;
+  tenant?: { id: string };
+  /** The entity resolved by the chain's step 2, when it ran. */
+  entity?: EntityInfo;
+  profile?: LoadedProfile;
+}
+
+/** The entity code of a request: the `:entity_code` path parameter, or `?entity=` (D28's /records). */
+export function entityCodeOf(request: Pick<ProfileRequest, 'params' | 'query'>): string | undefined {
+  const params = (request.params ?? {}) as Record<string, unknown>;
+  const query = (request.query ?? {}) as Record<string, unknown>;
+  const code = params.entity_code ?? query.entity;
+  return typeof code === 'string' ? code : undefined;
+}
+
 /** Thrown for spec §4.3 rule 4/5 misses: 404 with `entityCode` beside the envelope (D17). */
 export function profileNotFound(message: string, entityCode: string): AppError {
   return new NotFoundError(message, null, { entityCode });
@@ -78,6 +105,28 @@ export class ProfileLoaderService {
     private readonly profiles: ProfileRepository,
     private readonly cache: CacheService,
   ) {}
+
+  /**
+   * Rule 11 `middleware(options)`: rules 1-10 as a request step — 400 without an entity code, 401
+   * without a user context, then the profile (cached per the options) attached as
+   * `request.profile`. ProfileLoaderGuard runs it with the defaults; a route or a Fastify hook
+   * elsewhere can run it with its own options.
+   */
+  middleware(options: ProfileMiddlewareOptions = {}): (request: ProfileRequest) => Promise<void> {
+    const { cacheEnabled, cacheTTL } = options;
+    return async (request) => {
+      const entityCode = entityCodeOf(request);
+      if (!entityCode) throw new ValidationError('Entity code is required in the path');
+      if (!request.user || !request.tenant) throw new AppError('UNAUTHORIZED', 'Authentication required');
+      request.profile = await this.load({
+        entityCode,
+        tenantId: request.tenant.id,
+        entity: request.entity,
+        cacheEnabled,
+        cacheTTL,
+      });
+    };
+  }
 
   /** Rule 11 `loadProfile`: the profile, or null when the entity or its profile does not exist. */
   async loadProfile(options: LoadProfileOptions): Promise<LoadedProfile | null> {

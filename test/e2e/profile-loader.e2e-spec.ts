@@ -4,7 +4,11 @@ import { CacheService } from '../../src/cache/cache.service';
 import { AppError } from '../../src/common/errors/app-error';
 import { DatabaseService } from '../../src/database/database.service';
 import { ProfileLoaderGuard } from '../../src/entity/entity.guards';
-import { LoadedProfile, ProfileLoaderService } from '../../src/profile/profile-loader.service';
+import {
+  LoadedProfile,
+  ProfileLoaderService,
+  ProfileRequest,
+} from '../../src/profile/profile-loader.service';
 import { RegistryService } from '../../src/registry/registry.service';
 import { authHeaders, signin, TENANT } from '../support/auth';
 import { startTestApp, TestApp } from '../support/test-app';
@@ -465,6 +469,44 @@ describe('Profile loader (spec §4.3 rules 1-11, D20)', () => {
     await loader.invalidateCache(code, TENANT.acme);
     expect((await get(code, TENANT.acme, 'acme')).statusCode).toBe(200);
     expect(await cache.store.ttl(key(TENANT.acme, code))).toBeGreaterThan(3590);
+  });
+
+  it('rule 11: should offer middleware(options) with cacheEnabled and cacheTTL', async () => {
+    const code = newCode('mw');
+    await insertEntity(code);
+    await insertProfile(code);
+    const request = (tenantId: string, extra: Record<string, unknown> = {}) => ({
+      params: { entity_code: code },
+      query: {},
+      user,
+      tenant: { id: tenantId },
+      ...extra,
+    });
+
+    // cacheEnabled false: the profile is attached, from the database, and no key is written.
+    const off: ProfileRequest = request(TENANT.acme);
+    await loader.middleware({ cacheEnabled: false })(off);
+    expect(off.profile?.meta).toMatchObject({ source: 'database', cached: false, entityCode: code });
+    expect(await cache.store.get(key(TENANT.acme, code))).toBeNull();
+
+    // cacheTTL: written with that TTL, then served from the cache.
+    await loader.middleware({ cacheTTL: 90 })(request(TENANT.acme));
+    const ttl = await cache.store.ttl(key(TENANT.acme, code));
+    expect(ttl).toBeGreaterThan(80);
+    expect(ttl).toBeLessThanOrEqual(90);
+    const hit: ProfileRequest = request(TENANT.acme);
+    await loader.middleware()(hit);
+    expect(hit.profile?.meta.cached).toBe(true);
+
+    // Rules 1 and 2 as the guard has them.
+    const noCode = await loader
+      .middleware()({ params: {}, query: {}, user, tenant: { id: TENANT.acme } })
+      .catch((e: unknown) => e);
+    expect(noCode).toMatchObject({ code: 'VALIDATION_ERROR', status: 400 });
+    const noUser = await loader
+      .middleware()(request(TENANT.acme, { user: undefined }))
+      .catch((e: unknown) => e);
+    expect(noUser).toMatchObject({ code: 'UNAUTHORIZED', status: 401 });
   });
 
   it('rule 11: should offer loadBulk, invalidateCache and invalidateEntityCache', async () => {
