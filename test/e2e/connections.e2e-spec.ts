@@ -1,54 +1,23 @@
 import type { DataSource } from 'typeorm';
-import { encryptConnectionString } from '../../src/database/connections/connection-string.crypto';
 import { ConnectionsService } from '../../src/database/connections/connections.service';
 import { authHeaders, signin, TENANT } from '../support/auth';
+import {
+  CONNECTION_TEST_KEY as KEY,
+  configDbWith,
+  connectionTypeOf,
+  connectionUrlOf,
+  externalTestDatabase,
+  remoteCustomersEntity,
+  seedExternalCustomers,
+} from '../support/connections';
 import { copyEntityConfig } from '../support/entity-fixtures';
 import { startTestApp, TestApp } from '../support/test-app';
-import {
-  createTestDatabase,
-  migratedDataSource,
-  TestDatabase,
-  TestDialect,
-  testDialect,
-} from '../support/test-database';
+import type { TestDatabase } from '../support/test-database';
 
 /**
  * D3 through the whole application: StartupService opens app_connections after migrations and
  * seed, and sets externalDbs only when every active connection is open.
  */
-const KEY = 'b1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f91';
-const externalDialect: TestDialect =
-  testDialect() === 'postgres' ? 'mariadb' : testDialect() === 'mariadb' ? 'postgres' : 'sqlite';
-
-function urlOf(db: TestDatabase): string {
-  const c = db.config;
-  if (c.type === 'sqlite') return `sqlite://${c.name}`;
-  return `${c.type}://${encodeURIComponent(c.user)}:${encodeURIComponent(c.password)}@${c.host}:${c.port}/${c.name}`;
-}
-
-/** A migrated configuration database holding the given app_connections rows. */
-async function configDbWith(label: string, rows: Array<{ code: string; url: string; type: string }>) {
-  const db = await createTestDatabase(label);
-  const ds = await migratedDataSource(db);
-  try {
-    for (const row of rows) {
-      await ds
-        .createQueryBuilder()
-        .insert()
-        .into('app_connections')
-        .values({
-          con_code: row.code,
-          con_connection_string: encryptConnectionString(row.url, KEY),
-          con_connection_type: row.type,
-        })
-        .execute();
-    }
-  } finally {
-    await ds.destroy();
-  }
-  return db;
-}
-
 async function startOn(label: string, db: TestDatabase, env: Record<string, string> = {}): Promise<TestApp> {
   return startTestApp({
     label,
@@ -63,15 +32,9 @@ describe('External connections at start-up (D3)', () => {
     let t: TestApp;
 
     beforeAll(async () => {
-      external = await createTestDatabase('conn_e2e_ext', externalDialect);
-      const ds = await migratedDataSource(external);
-      await ds.destroy();
+      external = await externalTestDatabase('conn_e2e_ext');
       configDb = await configDbWith('conn_e2e_ok', [
-        {
-          code: 'erp',
-          url: urlOf(external),
-          type: externalDialect === 'postgres' ? 'postgresql' : externalDialect,
-        },
+        { code: 'erp', url: connectionUrlOf(external), type: connectionTypeOf(external) },
       ]);
       t = await startOn('conn_e2e_ok_app', configDb);
     });
@@ -99,34 +62,12 @@ describe('External connections at start-up (D3)', () => {
       const connections = t.app.get(ConnectionsService);
       const ext = connections.dataSourceFor('erp', '1');
       const cfg = connections.dataSourceFor(null, '1');
-      // Customer rows only in the external database (its demo_customers table, tenants 1 and 2;
-      // its app_tenants rows exist only for the foreign key).
-      for (const code of ['ext-acme', 'ext-globex']) {
-        await ext
-          .createQueryBuilder()
-          .insert()
-          .into('app_tenants')
-          .values({ tnt_tenant_code: code, tnt_tenant_name: code })
-          .execute();
-      }
-      for (const [tenant, name] of [
+      // Customer rows only in the external database, tenants 1 and 2.
+      await seedExternalCustomers(ext, [
         [1, 'Remote Ada'],
         [1, 'Remote Alan'],
         [2, 'Remote Grace'],
-      ] as const) {
-        await ext
-          .createQueryBuilder()
-          .insert()
-          .into('demo_customers')
-          .values({
-            cus_tenant_id: tenant,
-            cus_name: name,
-            cus_email: `${name.split(' ')[1].toLowerCase()}@remote.example`,
-            cus_status: 1,
-            cus_is_deleted: 0,
-          })
-          .execute();
-      }
+      ]);
       // Registry and profile rows in the configuration database: a copy of `customers` on connection erp.
       await copyEntityConfig(cfg, 'customers', 'remote_customers', {
         registry: { obj_connection_code: 'erp' },
@@ -200,17 +141,7 @@ describe('External connections at start-up (D3)', () => {
         const connections = t.app.get(ConnectionsService);
         ext = connections.dataSourceFor('erp', '1');
         cfg = connections.dataSourceFor(null, '1');
-        // A copy of `customers` without its relation to orders (which live in the other database).
-        const [reg] = await cfg
-          .createQueryBuilder()
-          .select('r.obj_payload', 'payload')
-          .from('app_object_registries', 'r')
-          .where("r.obj_code = 'customers'")
-          .getRawMany<{ payload: string }>();
-        const payload = { ...(JSON.parse(reg.payload) as object), relations: [] };
-        await copyEntityConfig(cfg, 'customers', 'remote_people', {
-          registry: { obj_connection_code: 'erp', obj_payload: JSON.stringify(payload) },
-        });
+        await remoteCustomersEntity(cfg, 'remote_people', 'erp');
         acme = authHeaders(TENANT.acme, (await signin(t.app, TENANT.acme, 'admin@acme.test')).token);
         globex = authHeaders(TENANT.globex, (await signin(t.app, TENANT.globex, 'admin@globex.test')).token);
       });

@@ -1,8 +1,19 @@
 import { DataSource } from 'typeorm';
+import { ConnectionsService } from '../../src/database/connections/connections.service';
 import { DatabaseService } from '../../src/database/database.service';
 import { authHeaders, signin, TENANT } from '../support/auth';
+import {
+  CONNECTION_TEST_KEY,
+  configDbWith,
+  connectionTypeOf,
+  connectionUrlOf,
+  externalTestDatabase,
+  remoteCustomersEntity,
+  seedExternalCustomers,
+} from '../support/connections';
 import { listRoutes, RouteInfo } from '../support/routes';
 import { startTestApp, TestApp } from '../support/test-app';
+import type { TestDatabase } from '../support/test-database';
 
 /**
  * The isolation matrix, generated from the registered entity routes: for every route and every
@@ -10,6 +21,7 @@ import { startTestApp, TestApp } from '../support/test-app';
  * without cascade), create against, and page through the cache into another tenant's rows.
  * Every attempt must fail or return only the caller's own rows, and afterwards the victim
  * tenant's rows must be exactly as before. A new entity route without attacks fails the test.
+ * One entity lives on an external connection (D3), in a database of another dialect.
  */
 interface EntitySpec {
   code: string;
@@ -20,6 +32,8 @@ interface EntitySpec {
   change: Record<string, unknown>;
   /** A create body that points at a victim row or names the tenant. */
   create: (victimId: number) => Record<string, unknown>;
+  /** app_connections code of the entity's database (D3); the configuration database when absent. */
+  connection?: string;
 }
 
 const ENTITIES: EntitySpec[] = [
@@ -46,6 +60,15 @@ const ENTITIES: EntitySpec[] = [
     idColumn: 'usr_id',
     change: { first_name: 'Hijacked' },
     create: () => ({ email_id: 'intruder@evil.example', password: 'Intruder-Passw0rd', usr_tenant_id: 1 }),
+  },
+  {
+    code: 'remote_customers',
+    table: 'demo_customers',
+    tenantColumn: 'cus_tenant_id',
+    idColumn: 'cus_id',
+    change: { name: 'Hijacked' },
+    create: () => ({ name: 'Intruder', email: 'intruder@evil.example', tenant_id: 1, cus_tenant_id: 1 }),
+    connection: 'erp',
   },
   {
     code: 'roles',
@@ -86,12 +109,30 @@ async function snapshot(ds: DataSource, e: EntitySpec, tenant: string): Promise<
 describe('Tenant isolation matrix (generated)', () => {
   let t: TestApp;
   let ds: DataSource;
+  let external: TestDatabase;
+  let configDb: TestDatabase;
   let routes: RouteInfo[];
   let attempts = 0;
+  /** The database an entity's rows live in. */
+  const dsOf = (e: EntitySpec): DataSource =>
+    e.connection ? t.app.get(ConnectionsService).dataSourceFor(e.connection, TENANT.acme) : ds;
 
   beforeAll(async () => {
-    t = await startTestApp({ label: 'isolation' });
+    external = await externalTestDatabase('isolation_ext');
+    configDb = await configDbWith('isolation_cfg', [
+      { code: 'erp', url: connectionUrlOf(external), type: connectionTypeOf(external) },
+    ]);
+    t = await startTestApp({
+      label: 'isolation',
+      env: { DB_NAME: configDb.env.DB_NAME, CONNECTION_ENCRYPTION_KEY: CONNECTION_TEST_KEY },
+    });
     ds = t.app.get(DatabaseService).dataSource;
+    const names = ['Ada', 'Alan', 'Barbara', 'Edsger', 'Grace', 'Frances'];
+    await seedExternalCustomers(dsOf(ENTITIES.find((e) => e.connection)!), [
+      ...names.map((n) => [1, `Acme ${n}`] as const),
+      ...names.map((n) => [2, `Globex ${n}`] as const),
+    ]);
+    await remoteCustomersEntity(ds, 'remote_customers', 'erp');
     routes = listRoutes(t.app).filter(
       (r) => r.controller === 'EntityController' || r.controller === 'EntityWriteController',
     );
@@ -102,6 +143,8 @@ describe('Tenant isolation matrix (generated)', () => {
       `isolation matrix: ${attempts} attempts over ${routes.length} routes × ${ENTITIES.length} entities × ${ATTACKERS.length} attackers\n`,
     );
     await t?.close();
+    await configDb?.drop();
+    await external?.drop();
   });
 
   it('should know an attack for every entity route', () => {
@@ -130,7 +173,7 @@ describe('Tenant isolation matrix (generated)', () => {
             attacker.victim === TENANT.acme ? 'admin@acme.test' : 'admin@globex.test',
           )
         ).token;
-        const before = await snapshot(ds, entity, attacker.victim);
+        const before = await snapshot(dsOf(entity), entity, attacker.victim);
         const victimIds = (JSON.parse(before) as Array<Record<string, unknown>>).map((r) =>
           Number(r[entity.idColumn]),
         );
@@ -234,7 +277,7 @@ describe('Tenant isolation matrix (generated)', () => {
               throw new Error(`No attack defined for ${key}`);
           }
         }
-        expect(await snapshot(ds, entity, attacker.victim)).toBe(before);
+        expect(await snapshot(dsOf(entity), entity, attacker.victim)).toBe(before);
       });
     }
   }
