@@ -41,6 +41,8 @@ export interface AppConfig {
   auth: { jwtSecret: string; jwtExpiresIn: string; tenantHeaderMaxAgeS: number };
   crypto: { tenantEncryptionKey: string; connectionEncryptionKey: string };
   rateLimit: { points: number; windowS: number };
+  /** Entity writes: how long a write waits for the lock of a unique value (value-lock.ts). */
+  writes: { lockTimeoutMs: number };
   exports: { ttlS: number; dir: string };
   smtpUrl: string | undefined;
   /** From address of the service's mail (MAIL_FROM). */
@@ -164,6 +166,11 @@ export const VARIABLES: readonly VariableSpec[] = [
   { name: 'RATE_LIMIT_POINTS', default: '1000', description: 'Requests per tenant per window (D39)' },
   { name: 'RATE_LIMIT_WINDOW_S', default: '10', description: 'Rate-limit window, seconds (D39)' },
   { name: 'BODY_LIMIT_BYTES', default: '1048576', description: 'Largest request body; larger → 413 (D39)' },
+  {
+    name: 'WRITE_LOCK_TIMEOUT_MS',
+    default: '10000',
+    description: 'Longest wait of an entity write for the lock of a unique value; then 409',
+  },
   { name: 'EXPORT_TTL_S', default: '3600', description: 'How long exports stay downloadable (D32)' },
   {
     name: 'EXPORT_DIR',
@@ -451,6 +458,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       points: r.int('RATE_LIMIT_POINTS', { min: 1 }),
       windowS: r.int('RATE_LIMIT_WINDOW_S', { min: 1 }),
     },
+    writes: { lockTimeoutMs: r.int('WRITE_LOCK_TIMEOUT_MS', { min: 1 }) },
     exports: { ttlS: r.int('EXPORT_TTL_S', { min: 1 }), dir: r.str('EXPORT_DIR') ?? './data/exports' },
     smtpUrl,
     mailFrom,

@@ -1,6 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { ConflictError } from '../common/errors/app-error';
+import type { AppConfig } from '../config/config.schema';
+import { InjectConfig } from '../config/inject-config.decorator';
 import { ConnectionsService } from '../database/connections/connections.service';
 import { DatabaseService } from '../database/database.service';
 import { dialectOf } from '../database/dialect';
@@ -18,7 +20,7 @@ import {
   writeTenantMode,
 } from './entity-query';
 import type { Row } from './entity.repository';
-import { LockStatement, lockAcquired, valueLockSql } from './value-lock';
+import { isLockTimeout, LockStatement, lockAcquired, valueLockSql } from './value-lock';
 
 /** A row as loaded for a write: its fields by name plus the raw concurrency and audit columns. */
 export interface WriteRow {
@@ -56,6 +58,9 @@ export class WriteTx {
   }
 }
 
+const lockBusy = (): ConflictError =>
+  new ConflictError('Another request is writing the same unique value; retry');
+
 const LM = '__lm';
 const AUDIT = '__audit';
 /** IN lists are chunked below every dialect's parameter limit. */
@@ -75,6 +80,7 @@ export class EntityWriteRepository {
   private readonly sqliteQueues = new WeakMap<DataSource, Promise<unknown>>();
 
   constructor(
+    @InjectConfig() private readonly config: AppConfig,
     private readonly database: DatabaseService,
     private readonly connections: ConnectionsService,
   ) {}
@@ -161,13 +167,19 @@ export class EntityWriteRepository {
   async lockValues(tx: WriteTx, names: string[]): Promise<void> {
     const dialect = dialectOf(tx.driverType);
     for (const name of [...new Set(names)].sort()) {
-      const sql = valueLockSql(dialect, name);
+      const sql = valueLockSql(dialect, name, this.config.writes.lockTimeoutMs);
       if (!sql) return;
-      const rows: unknown = await tx.data.query(sql.acquire.sql, sql.acquire.params);
-      if (!lockAcquired(dialect, rows)) {
-        throw new ConflictError('Another request is writing the same unique value; retry');
+      for (const s of sql.before) await tx.data.query(s.sql, s.params);
+      let rows: unknown;
+      try {
+        rows = await tx.data.query(sql.acquire.sql, sql.acquire.params);
+      } catch (err) {
+        if (isLockTimeout(err)) throw lockBusy();
+        throw err;
       }
+      if (!lockAcquired(dialect, rows)) throw lockBusy();
       if (sql.release) tx.releases.push(sql.release);
+      for (const s of sql.after) await tx.data.query(s.sql, s.params);
     }
   }
 
