@@ -61,6 +61,14 @@ function uniqueKey(field: FieldDef, dbValue: unknown): string {
   return field.type === 'email' ? text.toLowerCase() : text;
 }
 
+/**
+ * Spec §2.1's optional `version` of the audit data: 1 on create, +1 on every update and delete. A
+ * row written before (or outside) the service has none and counts as version 1.
+ */
+function nextVersion(current: unknown): number {
+  return (Number.isSafeInteger(current) && (current as number) > 0 ? (current as number) : 1) + 1;
+}
+
 function parseJsonObject(value: unknown): Record<string, unknown> {
   let v = value;
   if (typeof v === 'string') {
@@ -139,6 +147,7 @@ export class EntityWriteService {
       row[cols.auditData] = JSON.stringify({
         created_by: ctx.user.email,
         created_at: new Date(now).toISOString(),
+        version: 1,
       });
       row[cols.lastModified] = toDbTimestamp(now);
       const newId = await this.repository.insert(tx.data, entity, row);
@@ -192,6 +201,7 @@ export class EntityWriteService {
       const audit = parseJsonObject(existing.auditRaw);
       audit.updated_by = ctx.user.email;
       audit.updated_at = new Date(at).toISOString();
+      audit.version = nextVersion(audit.version);
       set[entity.columns.auditData] = JSON.stringify(audit);
       set[entity.columns.lastModified] = toDbTimestamp(at);
       // Rule 4: scoped by id, tenant and not deleted, and a compare-and-set on the value just read.
@@ -521,6 +531,7 @@ export class EntityWriteService {
     const audit = parseJsonObject(auditRaw);
     audit.deleted_by = ctx.user.email;
     audit.deleted_at = new Date(at).toISOString();
+    audit.version = nextVersion(audit.version);
     return {
       [entity.columns.isDeleted]: 1,
       [entity.columns.auditData]: JSON.stringify(audit),

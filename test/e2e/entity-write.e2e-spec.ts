@@ -156,6 +156,7 @@ describe('Entity writes (spec §4.3, §3.1, D21-D25, D29)', () => {
       const audit = json(row.cus_audit_data);
       expect(audit.created_by).toBe('admin@acme.test');
       expect(Date.parse(audit.created_at)).toBeGreaterThanOrEqual(before - 5);
+      expect(audit.version).toBe(1);
       // D4: millisecond precision, round trip exact on every dialect.
       expect(await lastModifiedOf('demo_customers', 'cus', data.id)).toBe(data.lastModified);
       expect(row.cus_name).toBe(data.name);
@@ -332,6 +333,7 @@ describe('Entity writes (spec §4.3, §3.1, D21-D25, D29)', () => {
       expect(json(row.cus_audit_data)).toMatchObject({
         created_by: 'admin@acme.test',
         updated_by: 'admin@acme.test',
+        version: 2,
       });
       expect(await lastModifiedOf('demo_customers', 'cus', c.id)).toBe(data.lastModified);
       // The new token works, the old one no longer does.
@@ -368,6 +370,8 @@ describe('Entity writes (spec §4.3, §3.1, D21-D25, D29)', () => {
         lastModified: lm,
       });
       expect(res.statusCode).toBe(200);
+      // The seed writes no audit version: such a row counts as version 1, so this update is 2.
+      expect(json((await customerRow(id))!.cus_audit_data)).toMatchObject({ created_by: 'seed', version: 2 });
     });
 
     it('should let exactly one of two concurrent updates with the same lastModified win', async () => {
@@ -511,6 +515,7 @@ describe('Entity writes (spec §4.3, §3.1, D21-D25, D29)', () => {
       expect(json(row.cus_audit_data)).toMatchObject({
         deleted_by: 'admin@acme.test',
         deleted_at: body.deletedAt,
+        version: 2,
       });
       expect((await call('GET', `/api/v1/customers/${c.id}`, 'acmeAdmin')).statusCode).toBe(404);
       expect((await call('DELETE', `/api/v1/customers/${c.id}`, 'acmeAdmin')).statusCode).toBe(404);
