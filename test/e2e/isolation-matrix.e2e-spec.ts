@@ -36,15 +36,17 @@ interface EntitySpec {
   connection?: string;
 }
 
+const CUSTOMERS: EntitySpec = {
+  code: 'customers',
+  table: 'demo_customers',
+  tenantColumn: 'cus_tenant_id',
+  idColumn: 'cus_id',
+  change: { name: 'Hijacked' },
+  create: () => ({ name: 'Intruder', email: 'intruder@evil.example', tenant_id: 1, cus_tenant_id: 1 }),
+};
+
 const ENTITIES: EntitySpec[] = [
-  {
-    code: 'customers',
-    table: 'demo_customers',
-    tenantColumn: 'cus_tenant_id',
-    idColumn: 'cus_id',
-    change: { name: 'Hijacked' },
-    create: () => ({ name: 'Intruder', email: 'intruder@evil.example', tenant_id: 1, cus_tenant_id: 1 }),
-  },
+  CUSTOMERS,
   {
     code: 'orders',
     table: 'demo_orders',
@@ -61,15 +63,8 @@ const ENTITIES: EntitySpec[] = [
     change: { first_name: 'Hijacked' },
     create: () => ({ email_id: 'intruder@evil.example', password: 'Intruder-Passw0rd', usr_tenant_id: 1 }),
   },
-  {
-    code: 'remote_customers',
-    table: 'demo_customers',
-    tenantColumn: 'cus_tenant_id',
-    idColumn: 'cus_id',
-    change: { name: 'Hijacked' },
-    create: () => ({ name: 'Intruder', email: 'intruder@evil.example', tenant_id: 1, cus_tenant_id: 1 }),
-    connection: 'erp',
-  },
+  // The same table in a database of another dialect, reached through app_connections (D3).
+  { ...CUSTOMERS, code: 'remote_customers', connection: 'erp' },
   {
     code: 'roles',
     table: 'app_roles',
