@@ -84,8 +84,22 @@ function parseJsonObject(value: unknown): Record<string, unknown> {
 /** Fields a snapshot (audit before/after) may hold: never hidden ones (password hashes). */
 const snapshotFields = (entity: EntityInfo): FieldDef[] => entity.fields.filter((f) => !f.hidden);
 
+/**
+ * The column a NOT NULL violation names, from the driver's error (PostgreSQL's `column`, or the
+ * message of SQLite, MariaDB/MySQL and SQL Server); undefined when it cannot be told.
+ */
+function notNullColumn(d: Record<string, unknown>): string | undefined {
+  if (typeof d.column === 'string') return d.column;
+  const message = typeof d.message === 'string' ? d.message : '';
+  const m =
+    /NOT NULL constraint failed: [\w.]*?\.?(\w+)$/.exec(message) ??
+    /Column '(\w+)' cannot be null/.exec(message) ??
+    /value NULL into column '(\w+)'/.exec(message);
+  return m?.[1];
+}
+
 /** A DB constraint error turned into the service's codes; anything else is rethrown as is. */
-function translateDbError(err: unknown): unknown {
+function translateDbError(err: unknown, entity: EntityInfo): unknown {
   if (err instanceof AppError) return err;
   const e = err as { driverError?: Record<string, unknown> } & Record<string, unknown>;
   const d = e?.driverError ?? e ?? {};
@@ -99,9 +113,19 @@ function translateDbError(err: unknown): unknown {
     /^SQLITE_CONSTRAINT_(UNIQUE|PRIMARYKEY)$/.test(code)
   )
     return new ConflictError('A record with the same unique values already exists');
+  if (code === '23502' || errno === 1048 || errno === 515 || code === 'SQLITE_CONSTRAINT_NOTNULL') {
+    // A column the registry leaves optional but the table does not (users.status, say).
+    const column = notNullColumn(d);
+    const field = entity.fields.find((f) => f.column === column)?.name ?? 'body';
+    return new ValidationError('Validation failed', [{ field, error: 'must not be null' }]);
+  }
   if (code === '23503' || errno === 1452 || errno === 547 || code === 'SQLITE_CONSTRAINT_FOREIGNKEY')
     return new ValidationError('Validation failed', [
       { field: 'body', error: 'references a record that does not exist' },
+    ]);
+  if (code === '23514' || errno === 3819 || errno === 4025 || code === 'SQLITE_CONSTRAINT_CHECK')
+    return new ValidationError('Validation failed', [
+      { field: 'body', error: 'a value breaks a rule of the table' },
     ]);
   if (/^22/.test(code) || [1264, 1265, 1292, 1366, 1406, 8115, 8152].includes(errno))
     return new ValidationError('Validation failed', [
@@ -601,7 +625,7 @@ export class EntityWriteService {
     try {
       return await this.repository.transaction(ds, work);
     } catch (err) {
-      throw translateDbError(err);
+      throw translateDbError(err, c.entity);
     }
   }
 
