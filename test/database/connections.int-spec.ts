@@ -102,8 +102,11 @@ describe(TITLE, () => {
       SQL_EXTERNAL_CONNECT_TIMEOUT_MS: '5000',
     });
     database = new DatabaseService(config);
+    // Set-up progress (connect, migrations) is not what this file tests: keep it out of the CI log.
+    const setupLog = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
     await database.connect();
     await database.migrate();
+    setupLog.mockRestore();
 
     external = createDataSource(externalDb.config);
     await external.initialize();
