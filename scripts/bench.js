@@ -3,6 +3,9 @@
  * Micro-benchmark of the per-request cost of the tenant guard and the JWT guard, and HTTP
  * benchmarks of protected routes (profile, entity list) against the probe baseline. Run: npm run bench
  * (builds first). Loopback only; bounded in time.
+ *
+ * BENCH_DB=postgres|mariadb runs the HTTP part on that server (127.0.0.1, a database of its own,
+ * dropped afterwards) instead of the embedded SQLite file; BENCH_CACHE=redis on the local Redis.
  */
 'use strict';
 const { createSecretKey, randomBytes } = require('node:crypto');
@@ -97,16 +100,29 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'mtb-bench-'));
   const { createApp } = dist('bootstrap.js');
   const { StartupService } = dist('health/startup.service.js');
+  const benchDb = (process.env.BENCH_DB ?? 'sqlite').toLowerCase();
+  const dbEnv =
+    benchDb === 'postgres'
+      ? { DB_TYPE: 'postgres', DB_HOST: '127.0.0.1', DB_USER: 'postgres', DB_NAME: `mtb_bench_${process.pid}` }
+      : benchDb === 'mariadb'
+        ? { DB_TYPE: 'mariadb', DB_HOST: '127.0.0.1', DB_USER: 'root', DB_NAME: `mtb_bench_${process.pid}` }
+        : { DB_NAME: join(dir, 'bench.sqlite') };
   const appConfig = loadConfig({
     JWT_SECRET: secret,
     TENANT_ENCRYPTION_KEY: keyHex,
     NODE_ENV: 'test',
-    DB_NAME: join(dir, 'bench.sqlite'),
+    ...dbEnv,
+    ...(process.env.BENCH_CACHE === 'redis'
+      ? { CACHE_URL: 'redis://127.0.0.1:6379/0', CACHE_KEY_PREFIX: `bench-${process.pid}` }
+      : {}),
     SEED_DEMO: 'true',
     LOG_LEVEL: 'error',
     LOG_FORMAT: 'json',
     RATE_LIMIT_POINTS: '100000000',
   });
+  const { ensureDatabaseExists, createDataSource } = dist('database/data-source.factory.js');
+  await ensureDatabaseExists(appConfig.db);
+  process.stdout.write(`(database ${benchDb}, cache ${process.env.BENCH_CACHE === 'redis' ? 'redis' : 'in-process'})\n`);
   const app = await createApp(appConfig, { logger: false });
   await app.listen({ port: 0, host: '127.0.0.1' });
   await app.get(StartupService).settled();
@@ -175,6 +191,13 @@ async function main() {
   }
   report('PUT /api/v1/customers/:id (compare-and-set, new e-mail)', updateTimes);
   await app.close();
+  if (benchDb !== 'sqlite') {
+    // Drop the bench database through the server's own admin connection.
+    const admin = createDataSource({ ...appConfig.db, name: benchDb === 'postgres' ? 'postgres' : 'mysql' });
+    await admin.initialize();
+    await admin.query(`DROP DATABASE IF EXISTS ${admin.driver.escape(appConfig.db.name)}`);
+    await admin.destroy();
+  }
   rmSync(dir, { recursive: true, force: true });
 }
 
