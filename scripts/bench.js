@@ -103,7 +103,12 @@ async function main() {
   const benchDb = (process.env.BENCH_DB ?? 'sqlite').toLowerCase();
   const dbEnv =
     benchDb === 'postgres'
-      ? { DB_TYPE: 'postgres', DB_HOST: '127.0.0.1', DB_USER: 'postgres', DB_NAME: `mtb_bench_${process.pid}` }
+      ? {
+          DB_TYPE: 'postgres',
+          DB_HOST: '127.0.0.1',
+          DB_USER: 'postgres',
+          DB_NAME: `mtb_bench_${process.pid}`,
+        }
       : benchDb === 'mariadb'
         ? { DB_TYPE: 'mariadb', DB_HOST: '127.0.0.1', DB_USER: 'root', DB_NAME: `mtb_bench_${process.pid}` }
         : { DB_NAME: join(dir, 'bench.sqlite') };
@@ -122,7 +127,9 @@ async function main() {
   });
   const { ensureDatabaseExists, createDataSource } = dist('database/data-source.factory.js');
   await ensureDatabaseExists(appConfig.db);
-  process.stdout.write(`(database ${benchDb}, cache ${process.env.BENCH_CACHE === 'redis' ? 'redis' : 'in-process'})\n`);
+  process.stdout.write(
+    `(database ${benchDb}, cache ${process.env.BENCH_CACHE === 'redis' ? 'redis' : 'in-process'})\n`,
+  );
   const app = await createApp(appConfig, { logger: false });
   await app.listen({ port: 0, host: '127.0.0.1' });
   await app.get(StartupService).settled();
@@ -145,14 +152,21 @@ async function main() {
     authorization: `Bearer ${signin.data.token}`,
   });
   const auth = { 'x-tenant-id': demoHeader, authorization: `Bearer ${signin.data.token}` };
-  await http('GET /api/v1/customers?limit=25 (entity list, cache hit)', `${base}/api/v1/customers?limit=25`, auth);
+  await http(
+    'GET /api/v1/customers?limit=25 (entity list, cache hit)',
+    `${base}/api/v1/customers?limit=25`,
+    auth,
+  );
 
   // Uncached list reads: every request a different page, so the D27 cache never answers.
   process.stdout.write('\nEntity list read, uncached (200 sequential requests, distinct pages)\n');
   const times = [];
   for (let i = 0; i < 200; i++) {
     const t0 = process.hrtime.bigint();
-    const res = await fetch(`${base}/api/v1/orders?limit=25&skip=${i % 90}&sortBy=amount&sortOrder=${i % 2 ? 'asc' : 'desc'}&filters[status]=${['new', 'paid', 'shipped', 'cancelled'][i % 4]}`, { headers: auth });
+    const res = await fetch(
+      `${base}/api/v1/orders?limit=25&skip=${i % 90}&sortBy=amount&sortOrder=${i % 2 ? 'asc' : 'desc'}&filters[status]=${['new', 'paid', 'shipped', 'cancelled'][i % 4]}`,
+      { headers: auth },
+    );
     await res.arrayBuffer();
     if (res.status !== 200) throw new Error(`list read answered ${res.status}`);
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
@@ -169,7 +183,12 @@ async function main() {
     const res = await fetch(`${base}/api/v1/customers`, {
       method: 'POST',
       headers: json,
-      body: JSON.stringify({ name: `Bench ${i}`, email: `bench-${i}@acme.example`, tier: 'gold', credit_limit: i }),
+      body: JSON.stringify({
+        name: `Bench ${i}`,
+        email: `bench-${i}@acme.example`,
+        tier: 'gold',
+        credit_limit: i,
+      }),
     });
     const body = await res.json();
     if (res.status !== 201) throw new Error(`create answered ${res.status}`);
@@ -183,7 +202,11 @@ async function main() {
     const res = await fetch(`${base}/api/v1/customers/${c.id}`, {
       method: 'PUT',
       headers: json,
-      body: JSON.stringify({ credit_limit: 1000, email: `bench-moved-${c.id}@acme.example`, lastModified: c.lastModified }),
+      body: JSON.stringify({
+        credit_limit: 1000,
+        email: `bench-moved-${c.id}@acme.example`,
+        lastModified: c.lastModified,
+      }),
     });
     await res.arrayBuffer();
     if (res.status !== 200) throw new Error(`update answered ${res.status}`);
