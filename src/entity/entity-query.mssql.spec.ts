@@ -628,3 +628,39 @@ describe('entity write repository SQL, generated offline for SQL Server', () => 
     expect(sql.acquire.params).toEqual([lockName, 10_000]);
   });
 });
+
+describe('FUNCTION objects (D22): a table-valued function read as a derived table', () => {
+  const fnEntity = (dialect: Dialect) => {
+    const row = {
+      ...registryRow('customers', 9),
+      obj_type_code: 'FUNCTION',
+      obj_payload_table: 'dbo.gold_customers',
+    };
+    return { ds: offlineDataSource(dialect), entity: buildEntityInfo(row, undefined) };
+  };
+
+  it('should select FROM the function called without arguments, scoped like a table, as valid T-SQL', async () => {
+    const { ds, entity } = fnEntity('mssql');
+    const policy = policyOf('customers', {});
+    const fields = visibleFields(policy, entity.fields).map((n) => entity.fields.find((f) => f.name === n)!);
+    const statements = await capture(ds, (r) => r.findById(entity, policy, CTX, fields, RECORD_ID));
+    expect(statements).toHaveLength(1);
+    const [st] = statements;
+    expect(st.sql).toContain('FROM (SELECT * FROM "dbo"."gold_customers"()) "e"');
+    assertParsesAsTsql(st.sql);
+    const { conjunct, values } = tenantPredicate('mssql', ds, { label: 'fn', ...st }, entity, 'STRICT');
+    expect(conjunct).toBeDefined();
+    expect(values).toEqual([TENANT_ID]);
+  });
+
+  it('should refuse FUNCTION objects on MariaDB/MySQL and SQLite with 501', async () => {
+    for (const dialect of ['mysql', 'sqlite'] as const) {
+      const { ds, entity } = fnEntity(dialect);
+      const policy = policyOf('customers', {});
+      await expect(capture(ds, (r) => r.findById(entity, policy, CTX, [], RECORD_ID))).rejects.toMatchObject({
+        code: 'NOT_IMPLEMENTED',
+        status: 501,
+      });
+    }
+  });
+});

@@ -7,7 +7,7 @@ import type {
   UpdateQueryBuilder,
 } from 'typeorm';
 import { isSystemAdmin } from '../auth/permissions';
-import { FieldError, ValidationError } from '../common/errors/app-error';
+import { AppError, FieldError, ValidationError } from '../common/errors/app-error';
 import type { AuthUser } from '../common/request-context';
 import type { EntityPolicy, TenantMode } from '../profile/policy/policy.model';
 import { compileRowFilter } from '../profile/policy/row-filter.compile';
@@ -107,6 +107,28 @@ export function scopeConditions(
   return out;
 }
 
+/**
+ * What an entity's reads select FROM (D22): its table or view; for a FUNCTION object the result of
+ * calling that table-valued function without arguments, as a derived table, so the tenant, soft
+ * delete and row-filter conditions apply to its rows like to a table's. PostgreSQL
+ * (set-returning functions) and SQL Server (table-valued functions) have them; MariaDB/MySQL and
+ * SQLite do not, and a FUNCTION entity there answers 501.
+ */
+export function sourceOf(ds: DataSource, entity: EntityInfo): string {
+  if (entity.type !== 'FUNCTION') return entity.table;
+  const dialect = ds.driver.options.type;
+  if (dialect !== 'postgres' && dialect !== 'mssql')
+    throw new AppError(
+      'NOT_IMPLEMENTED',
+      `${entity.code} is a FUNCTION object, which ${dialect} cannot serve`,
+    );
+  const name = entity.table
+    .split('.')
+    .map((part) => ds.driver.escape(part))
+    .join('.');
+  return `(SELECT * FROM ${name}())`;
+}
+
 export interface ScopeOptions {
   /** Run on this query runner (a transaction's). */
   queryRunner?: QueryRunner;
@@ -124,7 +146,7 @@ export function scoped(
 ): SelectQueryBuilder<Record<string, unknown>> {
   const qb: SelectQueryBuilder<Record<string, unknown>> = ds
     .createQueryBuilder(options.queryRunner)
-    .from(entity.table, ALIAS);
+    .from(sourceOf(ds, entity), ALIAS);
   const conditions = scopeConditions(entity, policy, ctx, (c) => col(ds, c), options.tenantMode);
   conditions.forEach((c, i) => (i === 0 ? qb.where(c.sql, c.params) : qb.andWhere(c.sql, c.params)));
   return qb;
@@ -142,7 +164,7 @@ export function tenantLiveRows(
 ): SelectQueryBuilder<Record<string, unknown>> {
   const qb: SelectQueryBuilder<Record<string, unknown>> = ds
     .createQueryBuilder(queryRunner)
-    .from(entity.table, ALIAS);
+    .from(sourceOf(ds, entity), ALIAS);
   qb.where(`${col(ds, entity.columns.tenant)} = :__tenantId`, { __tenantId: Number(tenantId) });
   const deleted = col(ds, entity.columns.isDeleted);
   qb.andWhere(`(${deleted} = :__notDeleted OR ${deleted} IS NULL)`, { __notDeleted: 0 });
