@@ -535,6 +535,13 @@ export class EntityWriteService {
         out.blocked.set(dependent.code, (out.blocked.get(dependent.code) ?? 0) + rows.length);
         continue;
       }
+      // D22: a VIEW or FUNCTION is never written, a cascade included (an updatable view would
+      // otherwise soft-delete rows of its base table behind the registry's back).
+      if (dependent.type !== 'TABLE')
+        throw new ConflictError(
+          `${entity.code} has dependent ${dependent.code} rows, a ${dependent.type} object that cannot be deleted through`,
+          { dependentEntities: [{ entity: dependent.code, count: rows.length }] },
+        );
       out.cascade.push({ entity: dependent, rows });
       const deeper = await this.dependents(
         tx,

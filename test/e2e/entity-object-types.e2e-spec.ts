@@ -123,6 +123,32 @@ describe('VIEW and FUNCTION entities (D22)', () => {
     }
   });
 
+  it('should not cascade a delete into a VIEW: 409, nothing changed', async () => {
+    // A table entity whose registry names gold_view as an onDelete: cascade dependent.
+    const [reg] = await ds
+      .createQueryBuilder()
+      .select('r.obj_payload', 'payload')
+      .from('app_object_registries', 'r')
+      .where("r.obj_code = 'customers'")
+      .getRawMany<{ payload: string }>();
+    await copyEntityConfig(ds, 'customers', 'vip_customers', {
+      registry: {
+        obj_payload: JSON.stringify({
+          ...(JSON.parse(reg.payload) as Json),
+          relations: [{ entity: 'gold_view', foreignKey: 'id', onDelete: 'cascade' }],
+        }),
+      },
+    });
+    const id = goldIds.acme[1];
+    const before = await ds.query(`SELECT cus_is_deleted AS d FROM demo_customers WHERE cus_id = ${id}`);
+    const res = await t.app.inject({ method: 'DELETE', url: `/api/v1/vip_customers/${id}`, headers: acme });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().error.details.dependentEntities).toEqual([{ entity: 'gold_view', count: 1 }]);
+    expect(await ds.query(`SELECT cus_is_deleted AS d FROM demo_customers WHERE cus_id = ${id}`)).toEqual(
+      before,
+    );
+  });
+
   it('should refuse every write to a FUNCTION with 403', async () => {
     const answers = await Promise.all(writes('gold_fn', goldIds.acme[0]));
     expect(answers.map((a) => a.statusCode)).toEqual([403, 403, 403]);
