@@ -1,11 +1,10 @@
 import { DynamicModule, Module, Type } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { LoggerModule } from 'nestjs-pino';
 import { AuthModule } from './auth/auth.module';
 import { JwtAuthGuard } from './auth/jwt-auth.guard';
 import { CacheModule } from './cache/cache.module';
 import { AllExceptionsFilter } from './common/http/all-exceptions.filter';
-import { EnvelopeInterceptor } from './common/http/envelope.interceptor';
 import { createValidationPipe } from './common/http/validation.pipe';
 import { pinoParams } from './common/logging';
 import type { AppConfig } from './config/config.schema';
@@ -52,7 +51,6 @@ export class AppModule {
         { provide: APP_GUARD, useExisting: TenantRateLimitGuard },
         { provide: APP_GUARD, useExisting: JwtAuthGuard },
         { provide: APP_FILTER, useClass: AllExceptionsFilter },
-        { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
         { provide: APP_PIPE, useFactory: createValidationPipe },
       ],
     };

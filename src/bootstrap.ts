@@ -6,6 +6,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { BEARER_SCHEME, TENANT_HEADER_SCHEME } from './common/http/api-docs';
+import { envelopedRoutes, installEnvelope } from './common/http/envelope.hook';
 import { requestIdFor } from './common/http/request-id';
 import { QuietFrameworkLogger } from './common/logging';
 import type { AppConfig } from './config/config.schema';
@@ -39,6 +40,8 @@ export async function createApp(
     },
   );
   if (options.logger !== false) app.useLogger(new QuietFrameworkLogger(app.get(Logger)));
+  // Routes are registered at init; the hook must be in place before that.
+  installEnvelope(app, envelopedRoutes(app));
   setupSwagger(app);
   return app;
 }

@@ -26,7 +26,7 @@ export function meta(requestId: string): Meta {
 
 /**
  * A handler result that carries top-level keys besides `data` (D16: `pagination` on dataview data,
- * `deletedAt` on delete). The envelope interceptor spreads `extras` beside `data`.
+ * `deletedAt` on delete). The envelope hook (envelope.hook.ts) spreads `extras` beside `data`.
  */
 export class Enveloped<T> {
   constructor(
