@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { DatabaseService } from '../../src/database/database.service';
 import { authHeaders, signin, TENANT } from '../support/auth';
-import { copyEntityConfig } from '../support/entity-fixtures';
+import { copyEntityConfig, payloadWithRelations } from '../support/entity-fixtures';
 import { startTestApp, TestApp } from '../support/test-app';
 import { testDialect } from '../support/test-database';
 
@@ -21,18 +21,12 @@ describe('VIEW and FUNCTION entities (D22)', () => {
 
   /** An entity `code` over `source`, with the customers fields and no relations, and its profile. */
   async function register(code: string, type: 'VIEW' | 'FUNCTION', source: string, mode: string) {
-    const [reg] = await ds
-      .createQueryBuilder()
-      .select('r.obj_payload', 'payload')
-      .from('app_object_registries', 'r')
-      .where("r.obj_code = 'customers'")
-      .getRawMany<{ payload: string }>();
     await copyEntityConfig(ds, 'customers', code, {
       registry: {
         obj_type_code: type,
         obj_payload_table: source,
         obj_payload_object_name: source,
-        obj_payload: JSON.stringify({ ...(JSON.parse(reg.payload) as Json), relations: [] }),
+        obj_payload: await payloadWithRelations(ds, 'customers', []),
       },
     });
     await ds
@@ -125,18 +119,11 @@ describe('VIEW and FUNCTION entities (D22)', () => {
 
   it('should not cascade a delete into a VIEW: 409, nothing changed', async () => {
     // A table entity whose registry names gold_view as an onDelete: cascade dependent.
-    const [reg] = await ds
-      .createQueryBuilder()
-      .select('r.obj_payload', 'payload')
-      .from('app_object_registries', 'r')
-      .where("r.obj_code = 'customers'")
-      .getRawMany<{ payload: string }>();
     await copyEntityConfig(ds, 'customers', 'vip_customers', {
       registry: {
-        obj_payload: JSON.stringify({
-          ...(JSON.parse(reg.payload) as Json),
-          relations: [{ entity: 'gold_view', foreignKey: 'id', onDelete: 'cascade' }],
-        }),
+        obj_payload: await payloadWithRelations(ds, 'customers', [
+          { entity: 'gold_view', foreignKey: 'id', onDelete: 'cascade' },
+        ]),
       },
     });
     const id = goldIds.acme[1];

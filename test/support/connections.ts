@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { encryptConnectionString } from '../../src/database/connections/connection-string.crypto';
-import { copyEntityConfig } from './entity-fixtures';
+import { copyEntityConfig, payloadWithRelations } from './entity-fixtures';
 import {
   createTestDatabase,
   migratedDataSource,
@@ -101,14 +101,10 @@ export async function remoteCustomersEntity(
   code: string,
   connection: string,
 ): Promise<void> {
-  const [reg] = await cfg
-    .createQueryBuilder()
-    .select('r.obj_payload', 'payload')
-    .from('app_object_registries', 'r')
-    .where("r.obj_code = 'customers'")
-    .getRawMany<{ payload: string }>();
-  const payload = { ...(JSON.parse(reg.payload) as object), relations: [] };
   await copyEntityConfig(cfg, 'customers', code, {
-    registry: { obj_connection_code: connection, obj_payload: JSON.stringify(payload) },
+    registry: {
+      obj_connection_code: connection,
+      obj_payload: await payloadWithRelations(cfg, 'customers', []),
+    },
   });
 }

@@ -44,3 +44,22 @@ export async function copyEntityConfig(
     });
   }
 }
+
+/**
+ * The registry payload (obj_payload JSON text) of `from` with its `relations` replaced: a copy of an
+ * entity whose dependents live elsewhere, or that names other dependents.
+ */
+export async function payloadWithRelations(
+  ds: DataSource,
+  from: string,
+  relations: unknown[],
+): Promise<string> {
+  const [row] = await ds
+    .createQueryBuilder()
+    .select('r.obj_payload', 'payload')
+    .from('app_object_registries', 'r')
+    .where('r.obj_code = :from AND r.obj_tenant_id IS NULL', { from })
+    .getRawMany<{ payload: string }>();
+  if (!row) throw new Error(`No system registry row ${from}`);
+  return JSON.stringify({ ...(JSON.parse(row.payload) as Row), relations });
+}
