@@ -2,8 +2,10 @@ import { DynamicModule, Module, Type } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { LoggerModule } from 'nestjs-pino';
 import { AuthModule } from './auth/auth.module';
+import { SignupModule } from './auth/signup.module';
 import { JwtAuthGuard } from './auth/jwt-auth.guard';
 import { CacheModule } from './cache/cache.module';
+import { AddressLimitGuard } from './common/http/address-limit.guard';
 import { AllExceptionsFilter } from './common/http/all-exceptions.filter';
 import { createValidationPipe } from './common/http/validation.pipe';
 import { pinoParams } from './common/logging';
@@ -38,6 +40,7 @@ export class AppModule {
         HealthModule,
         TenantModule,
         AuthModule,
+        SignupModule,
         RegistryModule,
         ProfileModule,
         EntityModule,
@@ -46,10 +49,14 @@ export class AppModule {
         ...extraModules,
       ],
       providers: [
-        // Guards run in this order (spec §4.1 rule 2): tenant header, per-tenant rate limit (D39), token.
+        AddressLimitGuard,
+        // Guards run in this order: per-address limits (unauthenticated traffic, before any work),
+        // tenant header and token (spec §4.1 rule 2), then the per-tenant rate limit (D39), which
+        // only authenticated requests spend.
+        { provide: APP_GUARD, useExisting: AddressLimitGuard },
         { provide: APP_GUARD, useExisting: TenantGuard },
-        { provide: APP_GUARD, useExisting: TenantRateLimitGuard },
         { provide: APP_GUARD, useExisting: JwtAuthGuard },
+        { provide: APP_GUARD, useExisting: TenantRateLimitGuard },
         { provide: APP_FILTER, useClass: AllExceptionsFilter },
         { provide: APP_PIPE, useFactory: createValidationPipe },
       ],

@@ -6,10 +6,30 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { BEARER_SCHEME, TENANT_HEADER_SCHEME } from './common/http/api-docs';
+import { corsOptions } from './common/http/cors.hook';
 import { envelopedRoutes, installEnvelope } from './common/http/envelope.hook';
+import { clientErrorHandler, frameworkErrorHandler } from './common/http/client-errors.hook';
+import { installBodyParsers } from './common/http/json-body.hook';
 import { requestIdFor } from './common/http/request-id';
 import { QuietFrameworkLogger } from './common/logging';
 import type { AppConfig } from './config/config.schema';
+
+/**
+ * The Fastify adapter with one change: the body parsers that Nest and Fastify register are
+ * replaced by ours (see json-body.ts): only `application/json` in UTF-8 is read, an empty (or
+ * whitespace-only) body is no body instead of a 400, and a body of any other type (form,
+ * text, multipart, another charset) answers 415 UNSUPPORTED_MEDIA_TYPE.
+ */
+class AppFastifyAdapter extends FastifyAdapter {
+  private parsersInstalled = false;
+
+  override registerParserMiddleware(prefix?: string, rawBody?: boolean): void {
+    super.registerParserMiddleware(prefix, rawBody);
+    if (this.parsersInstalled) return;
+    installBodyParsers(this.getInstance(), rawBody === true);
+    this.parsersInstalled = true;
+  }
+}
 
 /**
  * Builds the application exactly as production runs it; main.ts and the e2e tests both call this.
@@ -19,8 +39,10 @@ export async function createApp(
   config: AppConfig,
   options: { logger?: boolean; extraModules?: Type[] } = {},
 ): Promise<NestFastifyApplication> {
-  const adapter = new FastifyAdapter({
+  const adapter = new AppFastifyAdapter({
     bodyLimit: config.api.bodyLimitBytes,
+    // request.ip is the client's address: X-Forwarded-For is believed from these peers only.
+    trustProxy: config.api.trustProxy,
     // D19: keep a sane client x-request-id, else generate one; stored on the raw request for pino-http.
     genReqId: (req: IncomingMessage) => {
       const id = requestIdFor(req);
@@ -29,6 +51,11 @@ export async function createApp(
     },
     forceCloseConnections: 'idle',
     return503OnClosing: true,
+    // Answers Fastify and Node give before any route or filter runs, in the error envelope too:
+    // undecodable or over-long path parameters (400, 414), and what Node's HTTP parser refuses
+    // (malformed request 400, head over maxHeaderSize 431 / request line 414, timeout 408).
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
   });
   const app = await NestFactory.create<NestFastifyApplication>(
     AppModule.forRoot(config, options.extraModules),
@@ -40,6 +67,12 @@ export async function createApp(
     },
   );
   if (options.logger !== false) app.useLogger(new QuietFrameworkLogger(app.get(Logger)));
+  // D44. Nest's enableCors runs the @fastify/cors request hook from a slot the adapter adds in its
+  // constructor, i.e. before every hook added later: the readiness gate (HttpHooksService) and
+  // Nest's guards. So a preflight is answered (204) even while the gate holds, and the gate's 503
+  // and every error envelope carry the CORS headers of an allowed origin.
+  const cors = corsOptions(config.cors);
+  if (cors) app.enableCors(cors);
   // Routes are registered at init; the hook must be in place before that.
   installEnvelope(app, envelopedRoutes(app));
   setupSwagger(app);

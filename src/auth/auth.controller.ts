@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Ip, Post } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   Authenticated,
@@ -35,8 +35,13 @@ export class AuthController {
   @ApiOperation({ summary: 'Sign in with e-mail and password; returns a Bearer JWT (spec §2.13, D12-D13)' })
   @ApiEnvelope(SigninResponseDto)
   @ApiErrors('VALIDATION_ERROR', 'INVALID_CREDENTIALS', 'FORBIDDEN', 'NOT_FOUND', 'RATE_LIMITED')
-  signin(@CurrentTenant() tenant: TenantContext, @Body() body: SigninDto): Promise<SigninResponseDto> {
-    return this.auth.signin(tenant, body);
+  signin(
+    @CurrentTenant() tenant: TenantContext,
+    @Body() body: SigninDto,
+    // request.ip: the peer, or X-Forwarded-For from the proxies TRUST_PROXY names (D46 throttle).
+    @Ip() clientAddress: string,
+  ): Promise<SigninResponseDto> {
+    return this.auth.signin(tenant, body, clientAddress);
   }
 
   @Post('logout')

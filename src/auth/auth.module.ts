@@ -3,22 +3,30 @@ import { JwtModule } from '@nestjs/jwt';
 import { createSecretKey } from 'node:crypto';
 import type { AppConfig } from '../config/config.schema';
 import { APP_CONFIG } from '../config/config.module';
+import { HealthModule } from '../health/health.module';
 import { TenantModule } from '../tenant/tenant.module';
 import { AuthController } from './auth.controller';
 import { AuthService } from './auth.service';
 import { JwtAuthGuard } from './jwt-auth.guard';
-import { MailerService } from './mailer.service';
+import { RevocationPurgeService } from './revocation-purge.service';
+import { RevocationService } from './revocation.service';
+import { RevocationsRepository } from './revocations.repository';
+import { RoleChangeSubscriber } from './role-change.subscriber';
 import { RolesRepository } from './roles.repository';
 import { SigninThrottle } from './signin-throttle';
-import { SignupController } from './signup.controller';
-import { SignupService } from './signup.service';
-import { TokenService } from './token.service';
+import { TOKEN_CLOCK_TOLERANCE_S, TokenService } from './token.service';
 import { UsersRepository } from './users.repository';
 
-/** JWT issue and verification, password hashing, sign-in, logout, profile and JwtAuthGuard. */
+/**
+ * JWT issue and verification, password hashing, sign-in, logout, profile, JwtAuthGuard and token
+ * revocation (RevocationService, D46); RoleChangeSubscriber drops the cached user states of a tenant
+ * when one of its roles is written.
+ */
 @Module({
   imports: [
     TenantModule,
+    // StartupService: the revocation purge runs as a bootstrap step, after the database is ready.
+    HealthModule,
     JwtModule.registerAsync({
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => ({
@@ -26,21 +34,23 @@ import { UsersRepository } from './users.repository';
         secret: createSecretKey(Buffer.from(config.auth.jwtSecret, 'utf8')),
         signOptions: { algorithm: 'HS256' },
         // D13: HS256 only (alg none and every other alg refused); leeway in seconds.
-        verifyOptions: { algorithms: ['HS256'], clockTolerance: 5 },
+        verifyOptions: { algorithms: ['HS256'], clockTolerance: TOKEN_CLOCK_TOLERANCE_S },
       }),
     }),
   ],
-  controllers: [AuthController, SignupController],
+  controllers: [AuthController],
   providers: [
     AuthService,
     TokenService,
     UsersRepository,
     SigninThrottle,
     JwtAuthGuard,
-    SignupService,
-    MailerService,
     RolesRepository,
+    RevocationsRepository,
+    RevocationService,
+    RevocationPurgeService,
+    RoleChangeSubscriber,
   ],
-  exports: [TokenService, UsersRepository, JwtAuthGuard, AuthService],
+  exports: [TokenService, UsersRepository, JwtAuthGuard, AuthService, RevocationService],
 })
 export class AuthModule {}

@@ -1,13 +1,15 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { CacheService, errorMessage } from '../cache/cache.service';
+import { errorMessage } from '../cache/cache.service';
 import { AppError, NotFoundError } from '../common/errors/app-error';
 import type { AuthUser, TenantContext } from '../common/request-context';
 import { TenantConfigService, TenantConfigView } from '../tenant/tenant-config.service';
 import { TenantLookupService } from '../tenant/tenant-lookup.service';
 import type { ProfileDto, SigninDto, SigninResponseDto } from './auth.dto';
 import { hashPassword, verifyPassword } from './password';
+import { RevocationService } from './revocation.service';
 import { SigninThrottle } from './signin-throttle';
 import { TokenService } from './token.service';
+import { userStateOf } from './user-state';
 import { normaliseEmail, UserRecord, UsersRepository } from './users.repository';
 
 /** Sign-in, logout and profile (spec §4.1, D12-D14). */
@@ -21,7 +23,7 @@ export class AuthService {
     private readonly throttle: SigninThrottle,
     private readonly tenants: TenantLookupService,
     private readonly tenantConfig: TenantConfigService,
-    private readonly cache: CacheService,
+    private readonly revocations: RevocationService,
   ) {}
 
   async tenantConfigFor(tenant: TenantContext): Promise<TenantConfigView> {
@@ -30,18 +32,22 @@ export class AuthService {
     return this.tenantConfig.view(row);
   }
 
-  /** Rule 3: credentials are checked against the users of the header's tenant only. */
-  async signin(tenant: TenantContext, dto: SigninDto): Promise<SigninResponseDto> {
+  /**
+   * Rule 3: credentials are checked against the users of the header's tenant only. `clientAddress`
+   * is the caller's IP address (request.ip, behind TRUST_PROXY), for the throttle (D46).
+   */
+  async signin(tenant: TenantContext, dto: SigninDto, clientAddress: string): Promise<SigninResponseDto> {
     const email = normaliseEmail(dto.email_id);
-    await this.throttle.assertAllowed(tenant.id, email);
+    const attempt = { tenantId: tenant.id, email, address: clientAddress };
+    await this.throttle.assertAllowed(attempt);
     const user = await this.users.findByEmail(tenant.id, email);
     // verifyPassword costs one hash verification even without a user: equal time either way (D12).
     const check = await verifyPassword(user?.passwordHash, dto.password);
     if (!user || !check.ok || !user.active) {
-      await this.throttle.recordFailure(tenant.id, email);
+      await this.throttle.recordFailure(attempt);
       throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password');
     }
-    await this.throttle.reset(tenant.id, email);
+    await this.throttle.recordSuccess(attempt);
     if (check.needsRehash) await this.rehash(user, dto.password);
     return this.sessionFor(user, 'Sign-in successful');
   }
@@ -85,7 +91,10 @@ export class AuthService {
     }
   }
 
-  /** D12: a bcrypt hash that verified is replaced with argon2id. */
+  /**
+   * D12: a bcrypt hash that verified is replaced with argon2id. The password itself is unchanged,
+   * so the user's tokens stay valid (no revokeUserTokens here).
+   */
   private async rehash(user: UserRecord, password: string): Promise<void> {
     try {
       await this.users.updatePasswordHash(user.tenantId, user.id, await hashPassword(password));
@@ -101,30 +110,35 @@ export class AuthService {
     }
   }
 
-  /** D14: the token's jti is revoked until the token would have expired anyway. */
+  /** D14, D46: the token's jti is revoked (database, then cache) until the token would have expired. */
   async logout(user: AuthUser): Promise<{ message: string }> {
-    const ttl = Math.max(1, user.exp - Math.floor(Date.now() / 1000));
-    const stored = await this.cache.setJson(this.cache.keys.revokedToken(user.jti), true, ttl);
-    if (!stored) throw new AppError('SERVICE_ERROR', 'Logout could not be recorded; try again');
+    await this.revocations.revokeToken(user);
     this.logger.log({ event: 'user_logout', tenantId: user.tenantId, userId: user.userId }, 'user_logout');
     return { message: 'Logged out' };
   }
 
+  /**
+   * The user as the database has it now, not as the token says: the role and its permissions are
+   * resolved as JwtAuthGuard resolves them (userStateOf), so a role changed since sign-in shows.
+   * `role_id` is the role assigned to the user (usr_role_id) even when that role grants nothing
+   * (inactive, deleted, of another tenant); `role_code`, `roles` and `permissions` are then empty.
+   */
   async profile(tenant: TenantContext, user: AuthUser): Promise<ProfileDto> {
     const record = await this.users.findById(tenant.id, user.userId);
     if (!record) throw new NotFoundError('User not found');
+    const state = userStateOf(record, null);
     return {
       user_id: record.id,
       email_id: record.email,
       role_id: record.roleId,
-      role_code: record.roleCode,
+      role_code: state.roleCodes[0] ?? null,
       first_name: record.firstName,
       last_name: record.lastName,
       tenant_id: tenant.id,
       tenant_code: tenant.code,
       tenant_name: tenant.name,
-      roles: record.roleCode ? [record.roleCode] : [],
-      permissions: record.permissions,
+      roles: state.roleCodes,
+      permissions: state.permissions,
     };
   }
 }

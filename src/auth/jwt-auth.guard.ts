@@ -1,30 +1,46 @@
-import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { CacheService } from '../cache/cache.service';
+import { CacheService, errorMessage } from '../cache/cache.service';
 import { CACHE_TTL } from '../cache/cache-keys';
 import { REQUIRED_PERMISSION } from '../common/decorators/context.decorators';
 import { IS_PUBLIC } from '../common/decorators/public.decorator';
 import { AppError, AuthorizationError } from '../common/errors/app-error';
 import { setLogContext } from '../common/logging';
+import type { AuthUser } from '../common/request-context';
+import { describeDatabaseError } from '../database/dialect/driver-errors';
 import { hasPermission } from './permissions';
+import { RevocationService } from './revocation.service';
 import { TokenService } from './token.service';
+import { isUserState, UserState, userStateOf } from './user-state';
 import { UsersRepository } from './users.repository';
+
+/** Logged once when token-state lookups start failing (the first request of an outage). */
+export const TOKEN_STATE_UNAVAILABLE_EVENT = 'auth.token_state.unavailable';
+/** Logged once when a lookup succeeds again, with the count of requests refused meanwhile. */
+export const TOKEN_STATE_RECOVERED_EVENT = 'auth.token_state.recovered';
 
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/;
 
 /**
- * Second step of every protected route (spec §5.5-5.6, D13-D14), after TenantGuard: signature and
- * expiry, tenant of token = tenant of header, revocation, user still active, then the route's
- * permission. Default-deny: every route not marked @Public() goes through here.
+ * Second step of every protected route (spec §5.5-5.6, D13-D14, D46), after TenantGuard: signature
+ * and expiry, tenant of token = tenant of header, revocation of the token, user still active, no
+ * revocation of the user's tokens issued before it, then the route's permission against the
+ * permissions the user's role has now (the token's copy is information only). Default-deny: every
+ * route not marked @Public() goes through here.
  */
 @Injectable()
 export class JwtAuthGuard implements CanActivate {
+  private readonly logger = new Logger('Auth');
+  /** Requests refused with DATABASE_UNAVAILABLE since the database last answered a lookup. */
+  private failedLookups = 0;
+
   constructor(
     private readonly reflector: Reflector,
     private readonly tokens: TokenService,
     private readonly users: UsersRepository,
     private readonly cache: CacheService,
+    private readonly revocations: RevocationService,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -35,22 +51,26 @@ export class JwtAuthGuard implements CanActivate {
     const header = request.headers.authorization;
     const match = typeof header === 'string' ? BEARER.exec(header.trim()) : null;
     if (!match) throw new AppError('UNAUTHORIZED', 'Authentication required');
-    const user = this.tokens.verify(match[1]);
+    const { issuedAtMs, ...claims } = this.tokens.verify(match[1]);
 
-    if (!request.tenant || user.tenantId !== request.tenant.id) {
+    if (!request.tenant || claims.tenantId !== request.tenant.id) {
       throw new AuthorizationError('Token belongs to another tenant', 'TENANT_MISMATCH');
     }
-    // One cache round trip for both: the token's revocation mark and the user's cached state.
-    const stateKey = this.cache.keys.userState(user.tenantId, user.userId);
-    const [revoked, cachedActive] = await this.cache.getManyJson<boolean>([
-      this.cache.keys.revokedToken(user.jti),
-      stateKey,
-    ]);
+    const { revoked, state } = await this.tokenState(claims);
     if (revoked) throw new AppError('TOKEN_REVOKED', 'Token has been revoked');
-    if (!(cachedActive ?? (await this.loadUserState(stateKey, user.tenantId, user.userId)))) {
-      throw new AppError('TOKEN_INVALID', 'User is not active');
+    if (!state.active) throw new AppError('TOKEN_INVALID', 'User is not active');
+    // D46: every token of the user issued before this instant was revoked (a password change).
+    if (state.notBefore !== null && issuedAtMs < state.notBefore) {
+      throw new AppError('TOKEN_REVOKED', 'Token has been revoked');
     }
 
+    // The role claims of the token are information only: what counts is the role's current state.
+    const user: AuthUser = {
+      ...claims,
+      roleId: state.roleId,
+      roles: state.roleCodes,
+      permissions: state.permissions,
+    };
     const required = this.reflector.getAllAndOverride<string | undefined>(REQUIRED_PERMISSION, targets);
     if (required && !hasPermission(user.permissions, required)) {
       throw new AuthorizationError(`Permission ${required} required`);
@@ -60,10 +80,88 @@ export class JwtAuthGuard implements CanActivate {
     return true;
   }
 
-  /** Cached for CACHE_TTL.userState seconds: a deactivated user is locked out within that time. */
-  private async loadUserState(key: string, tenantId: string, userId: number): Promise<boolean> {
-    const active = (await this.users.findById(tenantId, userId))?.active ?? false;
-    await this.cache.setJson(key, active, CACHE_TTL.userState);
-    return active;
+  /**
+   * The token's revocation state and the user's state, in one cache round trip. A miss (or a cache
+   * failure, which reads as misses) asks the database, which is the record. When the database
+   * cannot answer either, nobody can say whether the token is still good: 503
+   * DATABASE_UNAVAILABLE, never an accepted token (fail closed).
+   */
+  private async tokenState(
+    claims: AuthUser,
+  ): Promise<{ revoked: true; state: undefined } | { revoked: false; state: UserState }> {
+    const stateKey = this.cache.keys.userState(claims.tenantId, claims.userId);
+    const [cachedRevoked, cachedState] = await this.cache.getManyJson<unknown>([
+      this.cache.keys.revokedToken(claims.jti),
+      stateKey,
+    ]);
+    // Known to be revoked: refused without asking anything else, also while the database is down.
+    if (cachedRevoked === true) return { revoked: true, state: undefined };
+    const knownRevoked = typeof cachedRevoked === 'boolean' ? cachedRevoked : undefined;
+    const knownState = isUserState(cachedState) ? cachedState : undefined;
+    try {
+      const [revoked, state] = await Promise.all([
+        knownRevoked ?? this.revocations.isTokenRevoked(claims),
+        knownState ?? this.loadUserState(stateKey, claims.tenantId, claims.userId),
+      ]);
+      const askedDatabase = knownRevoked === undefined || knownState === undefined;
+      if (askedDatabase && this.failedLookups > 0) this.lookupsRecovered();
+      return revoked ? { revoked, state: undefined } : { revoked, state };
+    } catch (err) {
+      this.lookupFailed(claims, err);
+      throw new AppError(
+        'DATABASE_UNAVAILABLE',
+        'The token cannot be checked right now; try again',
+        null,
+        {},
+        { 'Retry-After': '5' },
+      );
+    }
+  }
+
+  /**
+   * The first failed lookup of an outage is logged at error level with its cause; the others are
+   * only counted, so that an outage does not write a line per request.
+   */
+  private lookupFailed(claims: AuthUser, err: unknown): void {
+    if (this.failedLookups++ > 0) return;
+    const db = describeDatabaseError(err);
+    const code = db?.code ?? (err as { code?: unknown } | null)?.code;
+    this.logger.error(
+      {
+        event: TOKEN_STATE_UNAVAILABLE_EVENT,
+        category: 'database',
+        tenantId: claims.tenantId,
+        userId: claims.userId,
+        code: typeof code === 'string' || typeof code === 'number' ? String(code) : undefined,
+        // A driver's message has the statement's values masked; a refused connection's has none.
+        message: db?.message ?? errorMessage(err),
+      },
+      'Token state cannot be read from the database: answering 503 DATABASE_UNAVAILABLE where the cache cannot say',
+    );
+  }
+
+  private lookupsRecovered(): void {
+    const failedRequests = this.failedLookups;
+    this.failedLookups = 0;
+    this.logger.log(
+      { event: TOKEN_STATE_RECOVERED_EVENT, category: 'database', failedRequests },
+      `Token state readable from the database again after ${failedRequests} failed request${failedRequests === 1 ? '' : 's'}`,
+    );
+  }
+
+  /**
+   * Cached for CACHE_TTL.userState seconds: a deactivated user is locked out, and a changed role is
+   * enforced, within that time at worst. The entity write path drops the entry on every users write,
+   * RoleChangeSubscriber drops the tenant's entries on every roles write, and revokeUserTokens drops
+   * it too.
+   */
+  private async loadUserState(key: string, tenantId: string, userId: number): Promise<UserState> {
+    const [record, notBefore] = await Promise.all([
+      this.users.findById(tenantId, userId),
+      this.revocations.userNotBefore(tenantId, userId),
+    ]);
+    const state = userStateOf(record, notBefore);
+    await this.cache.setJson(key, state, CACHE_TTL.userState);
+    return state;
   }
 }

@@ -1,6 +1,6 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CurrentTenant, RequireFeature, TenantOnly } from '../common/decorators/context.decorators';
+import { CurrentTenant, RequestId, RequireFeature, TenantOnly } from '../common/decorators/context.decorators';
 import { Public } from '../common/decorators/public.decorator';
 import { ApiEnvelope, ApiErrors } from '../common/http/api-docs';
 import type { TenantContext } from '../common/request-context';
@@ -51,7 +51,8 @@ export class SignupController {
   createAccount(
     @CurrentTenant() tenant: TenantContext,
     @Body() body: CreateAccountDto,
+    @RequestId() requestId: string,
   ): Promise<SigninResponseDto> {
-    return this.signup.createAccount(tenant, body);
+    return this.signup.createAccount(tenant, body, requestId);
   }
 }

@@ -2,6 +2,9 @@ import { Injectable, Logger } from '@nestjs/common';
 import { createHash, createHmac, hkdfSync, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { CacheService, errorMessage } from '../cache/cache.service';
 import { CACHE_TTL } from '../cache/cache-keys';
+import { ProfileLoaderService } from '../profile/profile-loader.service';
+import type { RecordContext } from '../records/record-context';
+import { CreateRecord } from '../records/use-cases/create-record';
 import { AppError, ConflictError, ValidationError } from '../common/errors/app-error';
 import type { TenantContext } from '../common/request-context';
 import type { AppConfig } from '../config/config.schema';
@@ -10,11 +13,10 @@ import { TenantsRepository } from '../tenant/tenants.repository';
 import type { SigninResponseDto } from './auth.dto';
 import { AuthService } from './auth.service';
 import { MailerService } from './mailer.service';
-import { hashPassword } from './password';
 import { RolesRepository } from './roles.repository';
 import { existingAccountMail, signupCodeMail } from './signup-mail';
 import type { CreateAccountDto, SignupOtpDto, SignupOtpResponseDto } from './signup.dto';
-import { normaliseEmail, UserRecord, UsersRepository } from './users.repository';
+import { normaliseEmail, UsersRepository } from './users.repository';
 
 /** Lifetime of a code and its link (D15: 10 minutes). */
 export const SIGNUP_CODE_TTL_S = CACHE_TTL.signupOtp;
@@ -66,6 +68,8 @@ export class SignupService {
     private readonly cache: CacheService,
     private readonly mailer: MailerService,
     private readonly auth: AuthService,
+    private readonly createRecord: CreateRecord,
+    private readonly profiles: ProfileLoaderService,
   ) {
     this.codeKey = Buffer.from(
       hkdfSync('sha256', config.auth.jwtSecret, 'mtb-signup', 'signup-otp code hash', 32),
@@ -98,28 +102,63 @@ export class SignupService {
     return { message: SIGNUP_OTP_MESSAGE, email_id: email };
   }
 
-  /** Verifies the code or link, then creates the user and answers as sign-in does (spec §2.13). */
-  async createAccount(tenant: TenantContext, dto: CreateAccountDto): Promise<SigninResponseDto> {
+  /**
+   * Verifies the code or link, then creates the user through the records core (D47) — the same
+   * validation, unique-value lock, audit, cache invalidation and collection event as any users
+   * write — and answers as sign-in does (spec §2.13).
+   */
+  async createAccount(tenant: TenantContext, dto: CreateAccountDto, requestId: string): Promise<SigninResponseDto> {
     const email =
       dto.session !== undefined
         ? await this.claimSession(tenant, dto.session)
         : await this.claimCode(tenant, dto.email_id ?? '', dto.otp ?? '');
     if (await this.users.findByEmail(tenant.id, email)) throw alreadyRegistered();
     const roleId = await this.defaultRoleId(tenant);
-    const passwordHash = await hashPassword(dto.password);
-    let user: UserRecord;
+    const ctx = await this.signupContext(tenant.id, requestId);
+    let created: Record<string, unknown>;
     try {
-      user = await this.users.create(tenant.id, { email, passwordHash, roleId });
+      created = await this.createRecord.execute(ctx, {
+        email_id: email,
+        password: dto.password,
+        ...(roleId === null ? {} : { role_id: roleId }),
+      });
     } catch (err) {
-      // A concurrent sign-up of the same e-mail won the unique index.
-      if (await this.users.findByEmail(tenant.id, email)) throw alreadyRegistered();
+      // A concurrent sign-up of the same e-mail won the unique-value lock (or the unique index).
+      if (isEmailTaken(err) && (await this.users.findByEmail(tenant.id, email))) throw alreadyRegistered();
       throw err;
     }
+    const user = await this.users.findById(tenant.id, Number(created.id));
+    if (!user) throw new Error('The new user could not be read back');
     this.logger.log(
       { event: 'user_signup_completed', tenantId: tenant.id, userId: user.id, email, roleId },
       'user_signup_completed',
     );
     return this.auth.sessionFor(user, 'Account created');
+  }
+
+  /**
+   * The records context of a sign-up: the `users` entity and profile of the tenant, written by the
+   * service itself (user id 0, `created_by: "signup"`), since nobody is signed in yet.
+   */
+  private async signupContext(tenantId: string, requestId: string): Promise<RecordContext> {
+    const loaded = await this.profiles.load({ entityCode: 'users', tenantId });
+    return {
+      tenantId,
+      user: {
+        userId: 0,
+        email: 'signup',
+        tenantId,
+        roleId: null,
+        roles: [],
+        permissions: [],
+        jti: `signup:${requestId}`,
+        exp: 0,
+      },
+      entity: loaded.entity,
+      policy: loaded.policy,
+      profileId: loaded.profile.prf_id,
+      requestId,
+    };
   }
 
   private keysFor(tenantId: string, email: string) {
@@ -314,5 +353,16 @@ function tooManyAttempts(field: string): ValidationError {
     field,
     'too_many_attempts',
     'Too many wrong codes; this code is no longer valid, request a new one',
+  );
+}
+
+/** The error of a users create that lost the e-mail to a concurrent one (lock or unique index). */
+function isEmailTaken(err: unknown): boolean {
+  if (!(err instanceof AppError)) return false;
+  if (err.code === 'CONFLICT') return true;
+  return (
+    err.code === 'VALIDATION_ERROR' &&
+    Array.isArray(err.details) &&
+    (err.details as Array<{ field?: unknown }>).some((d) => d.field === 'email_id')
   );
 }

@@ -8,6 +8,13 @@ import { parseDurationSeconds } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';
 import type { UserRecord } from './users.repository';
 
+/**
+ * Seconds of clock leeway (the JwtModule's clockTolerance): a token is accepted that much past its
+ * `exp`, with an `iat` that much in the future, and a revocation row is kept that much longer than
+ * the tokens it refuses.
+ */
+export const TOKEN_CLOCK_TOLERANCE_S = 5;
+
 /** D13: both payload variants of spec §2.14 in one token. */
 export interface TokenPayload {
   sub: string;
@@ -20,7 +27,18 @@ export interface TokenPayload {
   permissions: string[];
   jti: string;
   iat: number;
+  /**
+   * Issue time in epoch milliseconds (D46), with floor(iat_ms / 1000) === iat. `iat` is in whole
+   * seconds and cannot order a token against a password change in the same second.
+   */
+  iat_ms: number;
   exp: number;
+}
+
+/** A verified token: the request's user plus what only the guard needs. */
+export interface VerifiedToken extends AuthUser {
+  /** `iat_ms`, or `iat` × 1000 for a token without it (issued before the claim existed). */
+  issuedAtMs: number;
 }
 
 export interface IssuedToken {
@@ -47,7 +65,8 @@ export class TokenService {
   }
 
   issue(user: UserRecord): IssuedToken {
-    const now = Math.floor(Date.now() / 1000);
+    const nowMs = Date.now();
+    const now = Math.floor(nowMs / 1000);
     const jti = randomUUID();
     const exp = now + this.lifetimeS;
     const payload: TokenPayload = {
@@ -61,6 +80,7 @@ export class TokenService {
       permissions: user.permissions,
       jti,
       iat: now,
+      iat_ms: nowMs,
       exp,
     };
     return {
@@ -71,8 +91,14 @@ export class TokenService {
     };
   }
 
-  /** Signature (HS256 only), expiry (required) and payload shape; throws 401 codes of D18. */
-  verify(token: string): AuthUser {
+  /**
+   * Signature (HS256 only), expiry (required) and the claims' shape and consistency; throws the 401
+   * codes of D18. Only tokens this service could have issued pass: `iat` required and not in the
+   * future, a lifetime no longer than JWT_EXPIRES_IN, the duplicate claims of D13 agreeing with each
+   * other. The role claims (`role_id`, `roles`, `permissions`) are checked for shape only: they are
+   * information, JwtAuthGuard enforces the role's current permissions.
+   */
+  verify(token: string, nowMs = Date.now()): VerifiedToken {
     let payload: Partial<TokenPayload>;
     try {
       payload = this.jwt.verify<TokenPayload>(token);
@@ -82,25 +108,72 @@ export class TokenService {
       }
       throw new AppError('TOKEN_INVALID', 'Token is invalid');
     }
-    const userId = Number(payload.user_id ?? payload.sub);
+    const userId = userIdOf(payload);
     if (
-      typeof payload.exp !== 'number' ||
+      userId === undefined ||
+      !Number.isSafeInteger(payload.exp) ||
+      !Number.isSafeInteger(payload.iat) ||
       typeof payload.jti !== 'string' ||
+      payload.jti === '' ||
       typeof payload.tenant_id !== 'string' ||
-      !Number.isInteger(userId) ||
-      userId <= 0
+      (payload.tennr !== undefined && payload.tennr !== payload.tenant_id) ||
+      (payload.iat_ms !== undefined && !issuedAtMsConsistent(payload.iat_ms, payload.iat)) ||
+      (payload.role_id !== undefined && payload.role_id !== null && !Number.isSafeInteger(payload.role_id)) ||
+      (payload.roles !== undefined && !isStringArray(payload.roles)) ||
+      (payload.permissions !== undefined && !isStringArray(payload.permissions))
+    ) {
+      throw new AppError('TOKEN_INVALID', 'Token is invalid');
+    }
+    const iat = payload.iat as number;
+    const exp = payload.exp as number;
+    // Issued in the future (beyond the clock leeway), or valid for longer than this service issues.
+    if (
+      iat > Math.floor(nowMs / 1000) + TOKEN_CLOCK_TOLERANCE_S ||
+      exp - iat > this.lifetimeS + TOKEN_CLOCK_TOLERANCE_S
     ) {
       throw new AppError('TOKEN_INVALID', 'Token is invalid');
     }
     return {
+      issuedAtMs: payload.iat_ms ?? iat * 1000,
       userId,
-      email: String(payload.email ?? ''),
+      email: typeof payload.email === 'string' ? payload.email : '',
       tenantId: payload.tenant_id,
-      roleId: typeof payload.role_id === 'number' ? payload.role_id : null,
-      roles: Array.isArray(payload.roles) ? payload.roles.map(String) : [],
-      permissions: Array.isArray(payload.permissions) ? payload.permissions.map(String) : [],
+      roleId: payload.role_id ?? null,
+      roles: payload.roles ?? [],
+      permissions: payload.permissions ?? [],
       jti: payload.jti,
-      exp: payload.exp,
+      exp,
     };
   }
+}
+
+/**
+ * The user id of `user_id` and `sub` (D13 carries both): a positive safe integer, and `sub` its
+ * decimal text. Either alone is enough; when both are present they must agree. Undefined if not.
+ */
+function userIdOf(payload: Partial<TokenPayload>): number | undefined {
+  const { user_id: userId, sub } = payload;
+  if (userId === undefined && sub === undefined) return undefined;
+  if (userId !== undefined && (!Number.isSafeInteger(userId) || userId <= 0)) return undefined;
+  if (sub !== undefined) {
+    if (typeof sub !== 'string' || !/^[1-9][0-9]*$/.test(sub)) return undefined;
+    if (userId !== undefined && sub !== String(userId)) return undefined;
+  }
+  const id = userId ?? Number(sub);
+  return Number.isSafeInteger(id) ? id : undefined;
+}
+
+function isStringArray(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((v) => typeof v === 'string');
+}
+
+/** iat_ms must be a whole number of ms within the second that `iat` names. */
+function issuedAtMsConsistent(iatMs: unknown, iat: unknown): boolean {
+  return (
+    typeof iatMs === 'number' &&
+    Number.isSafeInteger(iatMs) &&
+    iatMs >= 0 &&
+    typeof iat === 'number' &&
+    Math.floor(iatMs / 1000) === iat
+  );
 }

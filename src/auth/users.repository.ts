@@ -15,13 +15,6 @@ export interface UserRecord {
   active: boolean;
 }
 
-export interface NewUser {
-  email: string;
-  passwordHash: string;
-  roleId: number | null;
-  firstName?: string | null;
-  lastName?: string | null;
-}
 
 function parsePermissions(value: unknown): string[] {
   if (typeof value !== 'string') return [];
@@ -53,47 +46,6 @@ export class UsersRepository {
 
   async findById(tenantId: string, userId: number): Promise<UserRecord | undefined> {
     return this.findOne(tenantId, 'u.usr_id = :userId', { userId });
-  }
-
-  /**
-   * Inserts a user into the tenant (sign-up, D15) and returns it as sign-in reads it. The unique
-   * index on (usr_tenant_id, usr_email_id) refuses a second account for the e-mail; the caller
-   * turns that into 409.
-   */
-  async create(tenantId: string, user: NewUser): Promise<UserRecord> {
-    const now = new Date();
-    const email = normaliseEmail(user.email);
-    const row = {
-      usr_tenant_id: Number(tenantId),
-      usr_email_id: email,
-      usr_first_name: user.firstName ?? null,
-      usr_last_name: user.lastName ?? null,
-      usr_password_hash: user.passwordHash,
-      usr_role_id: user.roleId,
-      usr_status: 1,
-      // 1/0, not a JS boolean: accepted by BOOLEAN, TINYINT(1), BIT and SQLite alike.
-      usr_is_deleted: 0,
-      usr_audit_data: JSON.stringify({ created_by: 'signup', created_at: now.toISOString() }),
-      usr_add_dtls: null,
-      // UTC 'YYYY-MM-DD HH:MM:SS.mmm', a literal every dialect's timestamp column takes (D4).
-      usr_last_modified: now.toISOString().replace('T', ' ').replace('Z', ''),
-    };
-    // Without entity metadata the builder takes values in the order of the column list.
-    await this.database.dataSource
-      .createQueryBuilder()
-      .insert()
-      .into('app_users', Object.keys(row))
-      .values(row)
-      .execute();
-    const inserted = await this.database.dataSource
-      .createQueryBuilder()
-      .select('u.usr_id', 'id')
-      .from('app_users', 'u')
-      .where('u.usr_tenant_id = :tenantId AND u.usr_email_id = :email', { tenantId: Number(tenantId), email })
-      .getRawOne<{ id: unknown }>();
-    const created = inserted ? await this.findById(tenantId, Number(inserted.id)) : undefined;
-    if (!created) throw new Error('The inserted user could not be read back');
-    return created;
   }
 
   async updatePasswordHash(tenantId: string, userId: number, hash: string): Promise<void> {

@@ -21,10 +21,14 @@ export const CACHE_TTL = {
   /** Startup profile catalog: no expiry until restart or reload (spec §4.5). */
   profileCatalog: 0,
   dataviewConfig: HOUR,
+  /** A dataview code → the id of the row that serves it for a tenant (a small lookup). */
+  dataviewCode: 5 * 60,
   entityConfig: 5 * 60,
   entityList: 300,
   tenant: 60,
   userState: 30,
+  /** A token found not revoked in the database (D46); logout overwrites it with true. */
+  tokenNotRevoked: 60,
   signupOtp: 600,
 } as const satisfies Record<string, number>;
 
@@ -71,6 +75,11 @@ export class CacheKeys {
     return this.key('dataview', tenantId, id);
   }
 
+  /** `{prefix}:dataview-code:{tenantId}:{code}`: which row (id) serves a dataview code for a tenant. */
+  dataviewCode(tenantId: string | number, code: string): string {
+    return this.key('dataview-code', tenantId, code);
+  }
+
   /** `{prefix}:config:{entityCode}:{tenantId}` (spec §8). */
   entityConfig(entityCode: string, tenantId: string | number): string {
     return this.key('config', entityCode, tenantId);
@@ -93,6 +102,11 @@ export class CacheKeys {
   /** A user's sign-in state (active, role) as the JwtAuthGuard sees it. */
   userState(tenantId: string | number, userId: string | number): string {
     return this.key('user', tenantId, userId);
+  }
+
+  /** Pattern over every user-state entry of one tenant (a role's permissions changed). */
+  userStateAll(tenantId: string | number): string {
+    return `${this.prefix}:user:${part(tenantId)}:*`;
   }
 
   /** A revoked token id, kept until the token's exp (D14). */

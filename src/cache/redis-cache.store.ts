@@ -8,13 +8,15 @@ import { CacheStore } from './cache-store';
 export class RedisCacheStore implements CacheStore {
   readonly kind = 'redis' as const;
   readonly client: Redis;
+  /** How long one connection attempt may take (ioredis connectTimeout). */
+  readonly connectTimeoutMs = 5000;
 
   constructor(url: string) {
     this.client = new Redis(url, {
       lazyConnect: true,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
-      connectTimeout: 5000,
+      connectTimeout: this.connectTimeoutMs,
       // Keep reconnecting in the background; the start-up loop decides readiness (spec §3.3).
       retryStrategy: (times) => Math.min(200 * 2 ** Math.min(times, 5), 5000),
     });
@@ -69,6 +71,41 @@ export class RedisCacheStore implements CacheStore {
 
   async ping(): Promise<string> {
     return this.client.ping();
+  }
+
+  /**
+   * Resolves once the connection is ready; rejects with the connection's error if the attempt
+   * under way fails, or after `timeoutMs` (default: the connect timeout). For the start-up loop's
+   * first PING, which would otherwise run into the connection the constructor has only begun
+   * ("Stream isn't writeable"). Commands themselves still fail fast: nothing here queues them.
+   */
+  async whenReady(timeoutMs = this.connectTimeoutMs): Promise<void> {
+    const client = this.client;
+    if (client.status === 'ready') return;
+    if (client.status === 'end') throw new Error('Connection is closed.');
+    await new Promise<void>((resolve, reject) => {
+      let lastError: Error | undefined;
+      const onError = (err: Error): void => {
+        lastError = err;
+      };
+      const finish = (err?: Error): void => {
+        clearTimeout(timer);
+        client.off('ready', onReady);
+        client.off('error', onError);
+        client.off('close', onClose);
+        if (err) reject(err);
+        else resolve();
+      };
+      const onReady = (): void => finish();
+      const onClose = (): void => finish(lastError ?? new Error('Connection is closed.'));
+      const timer = setTimeout(
+        () => finish(lastError ?? new Error(`Cache not ready within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      client.on('ready', onReady);
+      client.on('error', onError);
+      client.on('close', onClose);
+    });
   }
 
   async close(): Promise<void> {

@@ -17,10 +17,3 @@ export interface AuthUser {
   jti: string;
   exp: number;
 }
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    tenant?: TenantContext;
-    user?: AuthUser;
-  }
-}

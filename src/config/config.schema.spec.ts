@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { envExample } from './variable';
 import {
+  ENV_EXAMPLE_HEADER,
   ConfigValidationError,
   decodeKey32,
   loadConfig,
@@ -39,7 +41,14 @@ describe('loadConfig', () => {
     expect(c.db.resumeMaxWaitMs).toBe(180000);
     expect(c.db.externalConnectTimeoutMs).toBe(120000);
     expect(c.db.pool).toEqual({ max: 100, min: 10, idleTimeoutMs: 30000, acquireTimeoutMs: 60000 });
-    expect(c.rateLimit).toEqual({ points: 1000, windowS: 10 });
+    expect(c.rateLimit).toEqual({
+      points: 1000,
+      windowS: 10,
+      publicPoints: 300,
+      publicWindowS: 60,
+      failurePoints: 100,
+      failureWindowS: 60,
+    });
     expect(c.api.bodyLimitBytes).toBe(1048576);
     expect(c.exports.ttlS).toBe(3600);
     expect(c.crypto.connectionEncryptionKey).toBe(SECRETS.TENANT_ENCRYPTION_KEY);
@@ -124,6 +133,9 @@ describe('loadConfig', () => {
       expect(v.description.length).toBeGreaterThan(5);
       expect(example).toMatch(new RegExp(`^#? ?${v.name}=`, 'm'));
     }
+    // Generated from the declarations (npm run env:example): no variable is documented twice.
+    expect(example).toBe(envExample(VARIABLES, ENV_EXAMPLE_HEADER));
+    expect(new Set(VARIABLES.map((v) => v.name)).size).toBe(VARIABLES.length);
   });
 });
 

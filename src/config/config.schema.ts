@@ -1,7 +1,14 @@
+import { decodeKey32 } from './parse';
+import { Env, readAll, Values, VariableSpec } from './variable';
+import { VARS } from './variables';
+
+export { decodeKey32, parseDurationSeconds } from './parse';
+export type { VariableSpec } from './variable';
+
 /**
- * The one place that reads the environment (STYLE: "process.env is read in one place").
- * Every variable of spec §8 and DECISIONS.md is declared here with its default; `loadConfig`
- * validates all of them and reports every bad one at once.
+ * The typed configuration and its assembly from the environment (STYLE: "process.env is read in
+ * one place"). Each variable is declared once in variables.ts; `loadConfig` reads them all, applies
+ * the rules that span several variables, and reports every bad one at once.
  */
 export type DbType = 'sqlite' | 'postgres' | 'mariadb' | 'mysql' | 'mssql';
 export type NodeEnv = 'development' | 'production' | 'test';
@@ -34,16 +41,34 @@ export interface AppConfig {
     publicUrl: string | undefined;
     bodyLimitBytes: number;
     shutdownTimeoutMs: number;
+    /** Fastify `trustProxy`: which peers' X-Forwarded-For is believed for the client address. */
+    trustProxy: boolean | string;
   };
+  /**
+   * D44: origins allowed by CORS. `any` = `*` (no credentials); `dev-localhost` = any
+   * http(s)://localhost:* or *.localhost:* origin (the development default); else exact origins.
+   */
+  cors: { mode: 'none' | 'any' | 'dev-localhost' | 'list'; origins: string[] };
   log: { level: LogLevel; pretty: boolean };
   db: DatabaseConfig;
   cache: { url: string | undefined; keyPrefix: string; startupMaxAttempts: number; startupRetryMs: number };
   auth: { jwtSecret: string; jwtExpiresIn: string; tenantHeaderMaxAgeS: number };
   crypto: { tenantEncryptionKey: string; connectionEncryptionKey: string };
-  rateLimit: { points: number; windowS: number };
+  /**
+   * D39 per tenant (authenticated requests only); per client address: public routes, and the
+   * failure budget of requests without an authenticated user (issue 9).
+   */
+  rateLimit: {
+    points: number;
+    windowS: number;
+    publicPoints: number;
+    publicWindowS: number;
+    failurePoints: number;
+    failureWindowS: number;
+  };
   /** Entity writes: how long a write waits for the lock of a unique value (value-lock.ts). */
   writes: { lockTimeoutMs: number };
-  exports: { ttlS: number; dir: string };
+  exports: { ttlS: number; dir: string; store: 'directory' | 'database' };
   smtpUrl: string | undefined;
   /** From address of the service's mail (MAIL_FROM). */
   mailFrom: string;
@@ -64,167 +89,13 @@ export interface AppConfig {
   generatedSecrets: string[];
 }
 
-/** One variable: its default and a description (the .env.example line). */
-export interface VariableSpec {
-  name: string;
-  description: string;
-  default?: string;
-  secret?: boolean;
-}
+/** The comment at the top of `.env.example` (npm run env:example writes the rest). */
+export const ENV_EXAMPLE_HEADER = `# Every environment variable the service reads, with its default. Copy to .env and edit.
+# Unset = the default shown. With nothing set, \`npm start\` runs the embedded default
+# (SQLite in ./data, in-process cache) and generates development secrets in ./data/.dev-secrets.json.`;
 
-export const VARIABLES: readonly VariableSpec[] = [
-  { name: 'NODE_ENV', default: 'development', description: 'development | production | test' },
-  { name: 'API_HOST', default: '0.0.0.0', description: 'Interface the HTTP server binds to' },
-  { name: 'API_PORT', default: '8008', description: 'HTTP port (spec §8)' },
-  {
-    name: 'PUBLIC_URL',
-    description: 'URL printed in the banner and docs; defaults to http://localhost:API_PORT',
-  },
-  { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error' },
-  {
-    name: 'LOG_FORMAT',
-    default: 'auto',
-    description: 'json | pretty | auto (pretty on a terminal outside production)',
-  },
-  { name: 'DB_TYPE', default: 'sqlite', description: 'sqlite | postgres | mariadb | mysql | mssql (D1)' },
-  { name: 'DB_HOST', default: '127.0.0.1', description: 'Database host (server dialects)' },
-  { name: 'DB_PORT', description: 'Database port; defaults to 5432 / 3306 / 1433 by dialect' },
-  { name: 'DB_USER', description: 'Database user; defaults to postgres / root / sa by dialect' },
-  { name: 'DB_PASSWORD', default: '', description: 'Database password', secret: true },
-  {
-    name: 'DB_NAME',
-    description: 'Database name; for sqlite the file (default ./data/app.sqlite, else mtb)',
-  },
-  { name: 'DB_RUN_MIGRATIONS', default: 'true', description: 'Run pending migrations at start-up' },
-  { name: 'DB_POOL_MAX', default: '100', description: 'Connection pool maximum (spec §8 example)' },
-  { name: 'DB_POOL_MIN', default: '10', description: 'Connection pool minimum' },
-  { name: 'DB_POOL_IDLE_TIMEOUT_MS', default: '30000', description: 'Idle connection timeout' },
-  { name: 'DB_POOL_ACQUIRE_TIMEOUT_MS', default: '60000', description: 'Pool acquire timeout' },
-  { name: 'DB_ENCRYPT', default: 'true', description: 'SQL Server: encrypt the connection' },
-  {
-    name: 'DB_TRUST_SERVER_CERTIFICATE',
-    default: 'false',
-    description: 'SQL Server: accept a self-signed certificate',
-  },
-  { name: 'SQL_CONNECTION_TIMEOUT', default: '120000', description: 'Per connect attempt, ms' },
-  {
-    name: 'SQL_CONNECT_MAX_ATTEMPTS',
-    default: '25',
-    description: 'Connect attempts on transient errors, with backoff',
-  },
-  {
-    name: 'SQL_CONCURRENT_WAIT_TIMEOUT_MS',
-    default: '180000',
-    description: 'Wait for a connect already in progress, ms',
-  },
-  {
-    name: 'SQL_RESUME_MAX_WAIT_MS',
-    default: '180000',
-    description: 'Total time the externalDbs routine may retry, ms',
-  },
-  {
-    name: 'SQL_EXTERNAL_CONNECT_TIMEOUT_MS',
-    description: 'Connect timeout for external connections; falls back to SQL_CONNECTION_TIMEOUT',
-  },
-  {
-    name: 'CACHE_URL',
-    description: 'redis://host:port/db for Redis; unset = in-process cache (D2)',
-    secret: true,
-  },
-  { name: 'CACHE_KEY_PREFIX', default: 'mtb', description: 'Prefix of every cache key (D2)' },
-  {
-    name: 'CACHE_STARTUP_MAX_ATTEMPTS',
-    default: '20',
-    description: 'Connect + PING attempts at start-up (spec §3.3)',
-  },
-  {
-    name: 'CACHE_STARTUP_RETRY_MS',
-    default: '500',
-    description: 'First retry delay of the cache start-up loop (doubles, max 5 s)',
-  },
-  {
-    name: 'JWT_SECRET',
-    description: 'HS256 secret, at least 32 bytes outside development (D13)',
-    secret: true,
-  },
-  { name: 'JWT_EXPIRES_IN', default: '24h', description: 'Token lifetime: seconds or 30m / 24h / 7d' },
-  {
-    name: 'TENANT_ENCRYPTION_KEY',
-    description: '32-byte key, 64 hex chars or base64; shared with the proxy (D5)',
-    secret: true,
-  },
-  {
-    name: 'CONNECTION_ENCRYPTION_KEY',
-    description: 'Key for app_connections strings; falls back to TENANT_ENCRYPTION_KEY (D3)',
-    secret: true,
-  },
-  {
-    name: 'TENANT_HEADER_MAX_AGE_S',
-    default: '0',
-    description: 'Reject tenant headers older than this; 0 = off (D6)',
-  },
-  { name: 'RATE_LIMIT_POINTS', default: '1000', description: 'Requests per tenant per window (D39)' },
-  { name: 'RATE_LIMIT_WINDOW_S', default: '10', description: 'Rate-limit window, seconds (D39)' },
-  { name: 'BODY_LIMIT_BYTES', default: '1048576', description: 'Largest request body; larger → 413 (D39)' },
-  {
-    name: 'WRITE_LOCK_TIMEOUT_MS',
-    default: '10000',
-    description: 'Longest wait of an entity write for the lock of a unique value; then 409',
-  },
-  { name: 'EXPORT_TTL_S', default: '3600', description: 'How long exports stay downloadable (D32)' },
-  {
-    name: 'EXPORT_DIR',
-    default: './data/exports',
-    description: 'Where exports are kept in the embedded default (D32)',
-  },
-  { name: 'SMTP_URL', description: 'smtp://user:pass@host:port for sign-up mail (D15)', secret: true },
-  {
-    name: 'MAIL_FROM',
-    default: 'no-reply@localhost',
-    description: 'Sender (From) of sign-up mail: address or "Name <address>" (D15)',
-  },
-  {
-    name: 'SEED_DEMO',
-    default: 'auto',
-    description: 'Seed DEMO.md data at start-up: auto (embedded sqlite outside production) | true | false',
-  },
-  {
-    name: 'DEMO_PASSWORD',
-    description: 'Password of the demo users; required to seed in production',
-    secret: true,
-  },
-  {
-    name: 'SHUTDOWN_TIMEOUT_MS',
-    default: '10000',
-    description: 'Longest graceful shutdown before the process exits',
-  },
-  { name: 'METRICS_ENABLED', default: 'true', description: 'Serve Prometheus metrics at /metrics' },
-  {
-    name: 'PROXY_HOST',
-    default: '0.0.0.0',
-    description: 'Tenant proxy (npm run proxy, D7): interface it binds to',
-  },
-  { name: 'PROXY_PORT', default: '8080', description: 'Tenant proxy: HTTP port' },
-  {
-    name: 'PROXY_UPSTREAM',
-    description: 'Tenant proxy: URL of the service; defaults to http://127.0.0.1:API_PORT',
-  },
-  {
-    name: 'PROXY_BASE_DOMAIN',
-    default: 'localhost',
-    description: 'Tenant proxy: Host <tenant_code>.<this> selects the tenant',
-  },
-  {
-    name: 'PROXY_TENANT_CACHE_TTL_S',
-    default: '30',
-    description: 'Tenant proxy: how long a tenant code lookup is cached, seconds',
-  },
-  {
-    name: 'PROXY_TENANT_MISS_TTL_S',
-    default: '5',
-    description: 'Tenant proxy: how long an unknown or inactive tenant code is cached, seconds',
-  },
-];
+/** Every declared variable, in `.env.example` order. */
+export const VARIABLES: readonly VariableSpec[] = Object.values(VARS);
 
 export class ConfigValidationError extends Error {
   constructor(readonly problems: string[]) {
@@ -232,8 +103,6 @@ export class ConfigValidationError extends Error {
     this.name = 'ConfigValidationError';
   }
 }
-
-type Env = Record<string, string | undefined>;
 
 const DEFAULT_PORTS: Record<DbType, number> = {
   sqlite: 0,
@@ -250,75 +119,28 @@ const DEFAULT_USERS: Record<DbType, string> = {
   mssql: 'sa',
 };
 
-/** Parses `30`, `30s`, `15m`, `24h`, `7d` into seconds; undefined when malformed. */
-export function parseDurationSeconds(value: string): number | undefined {
-  const m = /^(\d+)\s*(s|m|h|d)?$/.exec(value.trim());
-  if (!m) return undefined;
-  const n = Number(m[1]);
-  const unit = m[2] ?? 's';
-  const factor = { s: 1, m: 60, h: 3600, d: 86400 }[unit] ?? 1;
-  const seconds = n * factor;
-  return seconds > 0 ? seconds : undefined;
+function trustProxyOf(value: string): boolean | string {
+  const v = value.toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(v)) return true;
+  if (['false', '0', 'no', 'off', 'none'].includes(v)) return false;
+  return value;
 }
 
-/** Decodes a 32-byte key given as 64 hex characters or base64; undefined otherwise (D5). */
-export function decodeKey32(value: string | undefined): Buffer | undefined {
-  if (!value) return undefined;
-  const v = value.trim();
-  if (/^[0-9a-fA-F]{64}$/.test(v)) return Buffer.from(v, 'hex');
-  if (/^[A-Za-z0-9+/]{43}=?$/.test(v) || /^[A-Za-z0-9_-]{43}$/.test(v)) {
-    const buf = Buffer.from(v, 'base64');
-    if (buf.length === 32) return buf;
+function corsOf(problems: string[], raw: string | undefined, nodeEnv: NodeEnv): AppConfig['cors'] {
+  if (raw === undefined) {
+    return nodeEnv === 'production' ? { mode: 'none', origins: [] } : { mode: 'dev-localhost', origins: [] };
   }
-  return undefined;
-}
-
-class Reader {
-  readonly problems: string[] = [];
-  constructor(private readonly env: Env) {}
-
-  raw(name: string): string | undefined {
-    const v = this.env[name];
-    if (v === undefined || v.trim() === '') {
-      return VARIABLES.find((x) => x.name === name)?.default;
-    }
-    return v.trim();
+  if (raw === '*') return { mode: 'any', origins: [] };
+  if (['none', 'false', 'off'].includes(raw.toLowerCase())) return { mode: 'none', origins: [] };
+  const origins = raw
+    .split(',')
+    .map((o) => o.trim().replace(/\/+$/, ''))
+    .filter((o) => o !== '');
+  for (const o of origins) {
+    if (!/^https?:\/\/[^/?#\s*]+$/.test(o))
+      problems.push(`CORS_ORIGINS: each origin must be scheme://host[:port] (got "${o}")`);
   }
-
-  str(name: string): string | undefined {
-    return this.raw(name);
-  }
-
-  oneOf<T extends string>(name: string, allowed: readonly T[]): T {
-    const v = this.raw(name) ?? allowed[0];
-    if (!(allowed as readonly string[]).includes(v)) {
-      this.problems.push(`${name}: must be one of ${allowed.join(', ')} (got "${v}")`);
-      return allowed[0];
-    }
-    return v as T;
-  }
-
-  int(name: string, opts: { min?: number; max?: number; fallback?: number } = {}): number {
-    const v = this.raw(name);
-    if (v === undefined) return opts.fallback ?? 0;
-    if (!/^-?\d+$/.test(v)) {
-      this.problems.push(`${name}: must be an integer (got "${v}")`);
-      return opts.fallback ?? 0;
-    }
-    const n = Number(v);
-    if ((opts.min !== undefined && n < opts.min) || (opts.max !== undefined && n > opts.max)) {
-      this.problems.push(`${name}: must be between ${opts.min ?? '-∞'} and ${opts.max ?? '∞'} (got ${n})`);
-    }
-    return n;
-  }
-
-  bool(name: string): boolean {
-    const v = (this.raw(name) ?? 'false').toLowerCase();
-    if (['true', '1', 'yes', 'on'].includes(v)) return true;
-    if (['false', '0', 'no', 'off'].includes(v)) return false;
-    this.problems.push(`${name}: must be true or false (got "${v}")`);
-    return false;
-  }
+  return { mode: 'list', origins };
 }
 
 export interface LoadConfigOptions {
@@ -328,15 +150,17 @@ export interface LoadConfigOptions {
 }
 
 export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig {
-  const r = new Reader(env);
-  const nodeEnv = r.oneOf<NodeEnv>('NODE_ENV', ['development', 'production', 'test']);
+  const problems: string[] = [];
+  const v: Values<typeof VARS> = readAll(VARS, env, problems);
+  const nodeEnv = v.NODE_ENV;
   const isProduction = nodeEnv === 'production';
-  const dbType = r.oneOf<DbType>('DB_TYPE', ['sqlite', 'postgres', 'mariadb', 'mysql', 'mssql']);
-  const port = r.int('API_PORT', { min: 0, max: 65535 });
+  const dbType = v.DB_TYPE;
+  const port = v.API_PORT();
 
+  // Secrets: required, but generated for development when unset (D13, D5).
   const generatedSecrets: string[] = [];
-  let jwtSecret = r.str('JWT_SECRET');
-  let tenantKey = r.str('TENANT_ENCRYPTION_KEY');
+  let jwtSecret = v.JWT_SECRET;
+  let tenantKey = v.TENANT_ENCRYPTION_KEY;
   if ((!jwtSecret || !tenantKey) && !isProduction && options.devSecrets) {
     const dev = options.devSecrets();
     if (!jwtSecret) {
@@ -348,133 +172,108 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       generatedSecrets.push('TENANT_ENCRYPTION_KEY');
     }
   }
-  if (!jwtSecret) r.problems.push('JWT_SECRET: required');
+  if (!jwtSecret) problems.push('JWT_SECRET: required');
   else if (Buffer.byteLength(jwtSecret) < 32 && nodeEnv !== 'development') {
-    r.problems.push('JWT_SECRET: must be at least 32 bytes outside development (D13)');
+    problems.push('JWT_SECRET: must be at least 32 bytes outside development (D13)');
   }
-  if (!tenantKey) r.problems.push('TENANT_ENCRYPTION_KEY: required');
+  if (!tenantKey) problems.push('TENANT_ENCRYPTION_KEY: required');
   else if (!decodeKey32(tenantKey)) {
-    r.problems.push('TENANT_ENCRYPTION_KEY: must be 32 bytes as 64 hex characters or base64 (D5)');
-  }
-  const connectionKey = r.str('CONNECTION_ENCRYPTION_KEY');
-  if (connectionKey && !decodeKey32(connectionKey)) {
-    r.problems.push('CONNECTION_ENCRYPTION_KEY: must be 32 bytes as 64 hex characters or base64 (D3)');
+    problems.push('TENANT_ENCRYPTION_KEY: must be 32 bytes as 64 hex characters or base64 (D5)');
   }
 
-  const jwtExpiresIn = r.str('JWT_EXPIRES_IN') ?? '24h';
-  if (parseDurationSeconds(jwtExpiresIn) === undefined) {
-    r.problems.push(
-      `JWT_EXPIRES_IN: must be seconds or a duration such as 30m, 24h, 7d (got "${jwtExpiresIn}")`,
-    );
-  }
-
-  const cacheUrl = r.str('CACHE_URL');
-  if (cacheUrl && !/^rediss?:\/\/./.test(cacheUrl)) {
-    r.problems.push('CACHE_URL: must start with redis:// or rediss://');
-  }
-  const smtpUrl = r.str('SMTP_URL');
-  if (smtpUrl && !/^smtps?:\/\/./.test(smtpUrl))
-    r.problems.push('SMTP_URL: must start with smtp:// or smtps://');
-  const mailFrom = r.str('MAIL_FROM') ?? 'no-reply@localhost';
-  if (!/^[^@\s<>]+@[^@\s<>]+$|<[^@\s<>]+@[^@\s<>]+>$/.test(mailFrom)) {
-    r.problems.push(`MAIL_FROM: must be an e-mail address or "Name <address>" (got "${mailFrom}")`);
-  }
-
-  const seedRaw = r.oneOf('SEED_DEMO', ['auto', 'true', 'false']);
-  const demoPassword = r.str('DEMO_PASSWORD');
-  const seed = seedRaw === 'auto' ? dbType === 'sqlite' && !isProduction : seedRaw === 'true';
+  const demoPassword = v.DEMO_PASSWORD;
+  const seed = v.SEED_DEMO === 'auto' ? dbType === 'sqlite' && !isProduction : v.SEED_DEMO === 'true';
   if (seed && isProduction && !demoPassword) {
-    r.problems.push('DEMO_PASSWORD: required to seed demo data in production');
+    problems.push('DEMO_PASSWORD: required to seed demo data in production');
   }
 
-  const proxyUpstream = r.str('PROXY_UPSTREAM') ?? `http://127.0.0.1:${port}`;
-  if (!/^https?:\/\/[^/?#\s]+\/?$/.test(proxyUpstream)) {
-    r.problems.push(`PROXY_UPSTREAM: must be http(s)://host[:port] (got "${proxyUpstream}")`);
-  }
-  const proxyBaseDomain = (r.str('PROXY_BASE_DOMAIN') ?? 'localhost').toLowerCase().replace(/^\.+|\.+$/g, '');
+  const proxyUpstream = v.PROXY_UPSTREAM ?? `http://127.0.0.1:${port}`;
+  const proxyBaseDomain = (v.PROXY_BASE_DOMAIN ?? 'localhost').toLowerCase().replace(/^\.+|\.+$/g, '');
   if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/.test(proxyBaseDomain)) {
-    r.problems.push(
+    problems.push(
       `PROXY_BASE_DOMAIN: must be a host name such as localhost or example.com (got "${proxyBaseDomain}")`,
     );
   }
-
-  const connectionTimeoutMs = r.int('SQL_CONNECTION_TIMEOUT', { min: 1 });
-  const logFormat = r.oneOf('LOG_FORMAT', ['auto', 'json', 'pretty']);
+  const connectionTimeoutMs = v.SQL_CONNECTION_TIMEOUT();
 
   const config: AppConfig = {
     nodeEnv,
     isProduction,
     api: {
-      host: r.str('API_HOST') ?? '0.0.0.0',
+      host: v.API_HOST ?? '0.0.0.0',
       port,
-      publicUrl: r.str('PUBLIC_URL'),
-      bodyLimitBytes: r.int('BODY_LIMIT_BYTES', { min: 1024 }),
-      shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', { min: 100 }),
+      publicUrl: v.PUBLIC_URL,
+      bodyLimitBytes: v.BODY_LIMIT_BYTES(),
+      shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS(),
+      trustProxy: trustProxyOf(v.TRUST_PROXY ?? 'loopback'),
     },
+    cors: corsOf(problems, v.CORS_ORIGINS, nodeEnv),
     log: {
-      level: r.oneOf<LogLevel>('LOG_LEVEL', ['info', 'debug', 'warn', 'error']),
-      pretty: logFormat === 'pretty' || (logFormat === 'auto' && !isProduction && options.isTty === true),
+      level: v.LOG_LEVEL,
+      pretty:
+        v.LOG_FORMAT === 'pretty' || (v.LOG_FORMAT === 'auto' && !isProduction && options.isTty === true),
     },
     db: {
       type: dbType,
-      host: r.str('DB_HOST') ?? '127.0.0.1',
-      port: r.int('DB_PORT', { min: 1, max: 65535, fallback: DEFAULT_PORTS[dbType] }),
-      user: r.str('DB_USER') ?? DEFAULT_USERS[dbType],
-      password: env.DB_PASSWORD ?? '',
-      name: r.str('DB_NAME') ?? (dbType === 'sqlite' ? './data/app.sqlite' : 'mtb'),
-      runMigrations: r.bool('DB_RUN_MIGRATIONS'),
+      host: v.DB_HOST ?? '127.0.0.1',
+      port: v.DB_PORT(DEFAULT_PORTS[dbType]),
+      user: v.DB_USER ?? DEFAULT_USERS[dbType],
+      password: v.DB_PASSWORD,
+      name: v.DB_NAME ?? (dbType === 'sqlite' ? './data/app.sqlite' : 'mtb'),
+      runMigrations: v.DB_RUN_MIGRATIONS,
       pool: {
-        max: r.int('DB_POOL_MAX', { min: 1 }),
-        min: r.int('DB_POOL_MIN', { min: 0 }),
-        idleTimeoutMs: r.int('DB_POOL_IDLE_TIMEOUT_MS', { min: 0 }),
-        acquireTimeoutMs: r.int('DB_POOL_ACQUIRE_TIMEOUT_MS', { min: 1 }),
+        max: v.DB_POOL_MAX(),
+        min: v.DB_POOL_MIN(),
+        idleTimeoutMs: v.DB_POOL_IDLE_TIMEOUT_MS(),
+        acquireTimeoutMs: v.DB_POOL_ACQUIRE_TIMEOUT_MS(),
       },
-      mssql: { encrypt: r.bool('DB_ENCRYPT'), trustServerCertificate: r.bool('DB_TRUST_SERVER_CERTIFICATE') },
+      mssql: { encrypt: v.DB_ENCRYPT, trustServerCertificate: v.DB_TRUST_SERVER_CERTIFICATE },
       connectionTimeoutMs,
-      connectMaxAttempts: r.int('SQL_CONNECT_MAX_ATTEMPTS', { min: 1 }),
-      concurrentWaitTimeoutMs: r.int('SQL_CONCURRENT_WAIT_TIMEOUT_MS', { min: 0 }),
-      resumeMaxWaitMs: r.int('SQL_RESUME_MAX_WAIT_MS', { min: 0 }),
-      externalConnectTimeoutMs: r.int('SQL_EXTERNAL_CONNECT_TIMEOUT_MS', {
-        min: 1,
-        fallback: connectionTimeoutMs,
-      }),
+      connectMaxAttempts: v.SQL_CONNECT_MAX_ATTEMPTS(),
+      concurrentWaitTimeoutMs: v.SQL_CONCURRENT_WAIT_TIMEOUT_MS(),
+      resumeMaxWaitMs: v.SQL_RESUME_MAX_WAIT_MS(),
+      externalConnectTimeoutMs: v.SQL_EXTERNAL_CONNECT_TIMEOUT_MS(connectionTimeoutMs),
     },
     cache: {
-      url: cacheUrl,
-      keyPrefix: r.str('CACHE_KEY_PREFIX') ?? 'mtb',
-      startupMaxAttempts: r.int('CACHE_STARTUP_MAX_ATTEMPTS', { min: 1 }),
-      startupRetryMs: r.int('CACHE_STARTUP_RETRY_MS', { min: 1 }),
+      url: v.CACHE_URL,
+      keyPrefix: v.CACHE_KEY_PREFIX ?? 'mtb',
+      startupMaxAttempts: v.CACHE_STARTUP_MAX_ATTEMPTS(),
+      startupRetryMs: v.CACHE_STARTUP_RETRY_MS(),
     },
     auth: {
       jwtSecret: jwtSecret ?? '',
-      jwtExpiresIn,
-      tenantHeaderMaxAgeS: r.int('TENANT_HEADER_MAX_AGE_S', { min: 0 }),
+      jwtExpiresIn: v.JWT_EXPIRES_IN ?? '24h',
+      tenantHeaderMaxAgeS: v.TENANT_HEADER_MAX_AGE_S(),
     },
     crypto: {
       tenantEncryptionKey: tenantKey ?? '',
-      connectionEncryptionKey: connectionKey ?? tenantKey ?? '',
+      connectionEncryptionKey: v.CONNECTION_ENCRYPTION_KEY ?? tenantKey ?? '',
     },
     rateLimit: {
-      points: r.int('RATE_LIMIT_POINTS', { min: 1 }),
-      windowS: r.int('RATE_LIMIT_WINDOW_S', { min: 1 }),
+      points: v.RATE_LIMIT_POINTS(),
+      windowS: v.RATE_LIMIT_WINDOW_S(),
+      publicPoints: v.PUBLIC_RATE_LIMIT_POINTS(),
+      publicWindowS: v.PUBLIC_RATE_LIMIT_WINDOW_S(),
+      failurePoints: v.ADDRESS_FAILURE_POINTS(),
+      failureWindowS: v.ADDRESS_FAILURE_WINDOW_S(),
     },
-    writes: { lockTimeoutMs: r.int('WRITE_LOCK_TIMEOUT_MS', { min: 1 }) },
-    exports: { ttlS: r.int('EXPORT_TTL_S', { min: 1 }), dir: r.str('EXPORT_DIR') ?? './data/exports' },
-    smtpUrl,
-    mailFrom,
+    writes: { lockTimeoutMs: v.WRITE_LOCK_TIMEOUT_MS() },
+    exports: { ttlS: v.EXPORT_TTL_S(), dir: v.EXPORT_DIR ?? './data/exports', store: v.EXPORT_STORE },
+    smtpUrl: v.SMTP_URL,
+    mailFrom: v.MAIL_FROM ?? 'no-reply@localhost',
     demo: { seed, password: demoPassword },
-    metricsEnabled: r.bool('METRICS_ENABLED'),
+    metricsEnabled: v.METRICS_ENABLED,
     proxy: {
-      host: r.str('PROXY_HOST') ?? '0.0.0.0',
-      port: r.int('PROXY_PORT', { min: 0, max: 65535 }),
+      host: v.PROXY_HOST ?? '0.0.0.0',
+      port: v.PROXY_PORT(),
       upstream: proxyUpstream.replace(/\/$/, ''),
       baseDomain: proxyBaseDomain,
-      tenantCacheTtlS: r.int('PROXY_TENANT_CACHE_TTL_S', { min: 0 }),
-      tenantMissTtlS: r.int('PROXY_TENANT_MISS_TTL_S', { min: 0 }),
+      tenantCacheTtlS: v.PROXY_TENANT_CACHE_TTL_S(),
+      tenantMissTtlS: v.PROXY_TENANT_MISS_TTL_S(),
     },
     generatedSecrets,
   };
-  if (config.db.pool.min > config.db.pool.max) r.problems.push('DB_POOL_MIN: must not exceed DB_POOL_MAX');
-  if (r.problems.length > 0) throw new ConfigValidationError(r.problems);
+  if (config.db.pool.min > config.db.pool.max) problems.push('DB_POOL_MIN: must not exceed DB_POOL_MAX');
+  if (problems.length > 0) throw new ConfigValidationError(problems);
   return config;
 }

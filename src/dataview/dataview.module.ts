@@ -1,5 +1,54 @@
 import { Module } from '@nestjs/common';
+import type { AppConfig } from '../config/config.schema';
+import { APP_CONFIG } from '../config/config.module';
+import { ProfileModule } from '../profile/profile.module';
+import { DatabaseService } from '../database/database.service';
+import { RecordsModule } from '../records/records.module';
+import { RegistryModule } from '../registry/registry.module';
+import { DataviewConfigRepository } from './config/dataview-config.repository';
+import { DataviewConfigService } from './config/dataview-config.service';
+import { DataviewController } from './dataview.controller';
+import { DatabaseExportStore } from './download/database-export-store';
+import { DirectoryExportStore } from './download/directory-export-store';
+import { DownloadController } from './download/download.controller';
+import { EXPORT_STORE } from './download/export-store';
+import { ExportDataview } from './export/export-dataview';
+import { ExportController } from './export/export.controller';
+import { DataviewCursors } from './grid/cursor';
+import { ReadDataviewData } from './grid/grid-data';
 
-/** Owns dataview configuration, grid queries, exports and downloads. */
-@Module({})
+/**
+ * Which export store serves downloads (D32, D48): `directory` (the embedded default) or
+ * `database` (app_export_files, shared by every instance), from EXPORT_STORE.
+ */
+export function exportStoreKind(config: AppConfig): 'directory' | 'database' {
+  return config.exports.store;
+}
+
+/**
+ * Owns dataview configuration (config/), grid queries (grid/: configuration + request → records
+ * query, cursors, the data use case), exports (export/: renderers and the export use case) and
+ * downloads (download/: the export store and its route). Reads go through the records core.
+ * DatabaseModule and CacheModule are global.
+ */
+@Module({
+  imports: [RegistryModule, ProfileModule, RecordsModule],
+  controllers: [DataviewController, ExportController, DownloadController],
+  providers: [
+    DataviewConfigRepository,
+    DataviewConfigService,
+    DataviewCursors,
+    ReadDataviewData,
+    ExportDataview,
+    {
+      provide: EXPORT_STORE,
+      inject: [APP_CONFIG, DatabaseService],
+      useFactory: (config: AppConfig, database: DatabaseService) =>
+        exportStoreKind(config) === 'database'
+          ? new DatabaseExportStore(database, config)
+          : new DirectoryExportStore(config),
+    },
+  ],
+  exports: [DataviewConfigService, ReadDataviewData],
+})
 export class DataviewModule {}

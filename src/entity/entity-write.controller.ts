@@ -1,4 +1,4 @@
-import { Controller, Delete, HttpCode, Param, Post, Put, Req, UseGuards } from '@nestjs/common';
+import { Controller, Delete, HttpCode, Param, Post, Put, Req, Res, UseGuards } from '@nestjs/common';
 import {
   ApiBody,
   ApiCreatedResponse,
@@ -9,16 +9,30 @@ import {
   ApiQuery,
   ApiTags,
 } from '@nestjs/swagger';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated } from '../common/decorators/context.decorators';
 import { ApiErrors } from '../common/http/api-docs';
-import type { Enveloped } from '../common/http/envelope';
+import { Enveloped } from '../common/http/envelope';
+import { etagOf, expectedToken, LAST_MODIFIED_KEY } from '../records/concurrency-token';
+import type { Row } from '../records/records-read.repository';
+import { CreateRecord } from '../records/use-cases/create-record';
+import { DeleteRecord, DeleteResult } from '../records/use-cases/delete-record';
+import { UpdateRecord } from '../records/use-cases/update-record';
+import { parseRecordId } from '../records/values';
+import { NotFoundError, ValidationError } from '../common/errors/app-error';
+import { RecordCtx } from './entity.decorators';
+import type { RecordContext } from '../records/record-context';
 import { ENTITY_CHAIN, EntityOperation } from './entity.guards';
-import { DeleteResult, EntityWriteService } from './entity-write.service';
-import type { Row } from './entity.repository';
 
 const RECORD = { type: 'object', additionalProperties: true };
 const WRITE_ERRORS = ['VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT'] as const;
+
+/** D42: a written record's new token as its ETag, so the next save can use If-Match. */
+function withEtag(reply: FastifyReply, record: Row): Row {
+  const etag = etagOf(record[LAST_MODIFIED_KEY] as string | null | undefined);
+  if (etag) void reply.header('etag', etag);
+  return record;
+}
 
 /**
  * Generic entity writes (spec §4.3 style 2, §3.1, D21-D25, D29). Same chain as the reads: token
@@ -28,33 +42,64 @@ const WRITE_ERRORS = ['VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUN
 @Authenticated()
 @Controller()
 export class EntityWriteController {
-  constructor(private readonly writes: EntityWriteService) {}
+  constructor(
+    private readonly createRecord: CreateRecord,
+    private readonly updateRecord: UpdateRecord,
+    private readonly deleteRecord: DeleteRecord,
+  ) {}
 
   @Post('api/v1/:entity_code')
   @HttpCode(201)
   @UseGuards(...ENTITY_CHAIN)
   @EntityOperation('create')
-  @ApiOperation({ summary: 'Create a record; answers {id, ...payload, lastModified}' })
+  @ApiOperation({
+    summary: 'Create a record; answers the record as a read shows it, with lastModified and ETag',
+  })
   @ApiParam({ name: 'entity_code' })
   @ApiBody({ schema: RECORD })
   @ApiCreatedResponse({ schema: RECORD })
   @ApiErrors(...WRITE_ERRORS)
-  create(@Req() request: FastifyRequest): Promise<Row> {
-    return this.writes.create(request);
+  async create(
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+    @RecordCtx() ctx: RecordContext,
+  ): Promise<Row> {
+    return withEtag(reply, await this.createRecord.execute(ctx, request.body));
   }
 
   @Put('api/v1/:entity_code/:id')
   @UseGuards(...ENTITY_CHAIN)
   @EntityOperation('update')
-  @ApiOperation({ summary: 'Update a record; needs lastModified (body) or If-Match (D24)' })
+  @ApiOperation({
+    summary:
+      'Update a record; needs lastModified (body) or If-Match (D24); values sent back as read (masked, read-only) are ignored (D43); answers the whole record with its new lastModified and ETag',
+  })
   @ApiParam({ name: 'entity_code' })
   @ApiParam({ name: 'id' })
   @ApiHeader({ name: 'If-Match', required: false, description: 'lastModified of the record as read' })
   @ApiBody({ schema: RECORD })
   @ApiOkResponse({ schema: RECORD })
   @ApiErrors(...WRITE_ERRORS)
-  update(@Req() request: FastifyRequest, @Param('id') id: string): Promise<Row> {
-    return this.writes.update(request, id);
+  async update(
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+    @RecordCtx() ctx: RecordContext,
+    @Param('id') id: string,
+  ): Promise<Row> {
+    const body = request.body;
+    const expected = expectedToken(
+      body && typeof body === 'object' && !Array.isArray(body)
+        ? (body as Record<string, unknown>)[LAST_MODIFIED_KEY]
+        : undefined,
+      request.headers['if-match'],
+    );
+    const recordId = parseRecordId(id);
+    if (recordId === undefined) {
+      // D24's missing token is reported first, as for any id; an id the INT key cannot hold is a 404 (D45).
+      if (expected.error) throw new ValidationError('Validation failed', [expected.error]);
+      throw new NotFoundError(`${ctx.entity.code} ${id} not found`);
+    }
+    return withEtag(reply, await this.updateRecord.execute(ctx, recordId, body, expected));
   }
 
   @Delete('api/v1/:entity_code/:id')
@@ -76,7 +121,18 @@ export class EntityWriteController {
     },
   })
   @ApiErrors(...WRITE_ERRORS)
-  remove(@Req() request: FastifyRequest, @Param('id') id: string): Promise<Enveloped<DeleteResult>> {
-    return this.writes.remove(request, id);
+  async remove(
+    @Req() request: FastifyRequest,
+    @RecordCtx() ctx: RecordContext,
+    @Param('id') id: string,
+  ): Promise<Enveloped<DeleteResult>> {
+    const cascade = (request.query as Record<string, unknown>).cascade;
+    if (cascade !== undefined && cascade !== 'true' && cascade !== 'false') {
+      throw new ValidationError('Invalid query', [{ field: 'cascade', error: 'must be true or false' }]);
+    }
+    const recordId = parseRecordId(id);
+    if (recordId === undefined) throw new NotFoundError(`${ctx.entity.code} ${id} not found`);
+    const result = await this.deleteRecord.execute(ctx, recordId, { cascade: cascade === 'true' });
+    return new Enveloped<DeleteResult>(result, { deletedAt: result.deletedAt });
   }
 }

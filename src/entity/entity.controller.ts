@@ -1,12 +1,27 @@
-import { Controller, Get, Param, Req, UseGuards } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
-import type { FastifyRequest } from 'fastify';
+import { Controller, Get, Param, Req, Res, UseGuards } from '@nestjs/common';
+import {
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiQuery,
+  ApiResponse,
+  ApiTags,
+} from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated } from '../common/decorators/context.decorators';
 import { AuthorizationError } from '../common/errors/app-error';
 import { ApiErrors } from '../common/http/api-docs';
+import { Enveloped } from '../common/http/envelope';
+import { etagOf, LAST_MODIFIED_KEY, notModified } from '../records/concurrency-token';
 import { ENTITY_CHAIN, EntityOperation } from './entity.guards';
-import { EntityService, ListResult } from './entity.service';
-import type { Row } from './entity.repository';
+import { ListRecords, ListResult, ReadRecord } from '../records/use-cases/read-records';
+import type { Row } from '../records/records-read.repository';
+import { parseRecordId } from '../records/values';
+import { NotFoundError } from '../common/errors/app-error';
+import { ListQuery, RecordCtx } from './entity.decorators';
+import type { OffsetQuery } from './list-query';
+import type { RecordContext } from '../records/record-context';
 
 const LIST_SCHEMA = {
   type: 'object',
@@ -29,6 +44,25 @@ const LIST_SCHEMA = {
   },
 };
 
+const ARRAY_SCHEMA = {
+  type: 'object',
+  properties: {
+    success: { type: 'boolean' },
+    data: { type: 'array', items: { type: 'object', additionalProperties: true } },
+    count: { type: 'integer', description: 'Records in this answer' },
+    total: { type: 'integer', description: 'Records matching the query' },
+    meta: { type: 'object' },
+  },
+};
+
+/** D28: `ten_id`, where given, must be the tenant of the token (and header); else 403. */
+function assertTenId(request: FastifyRequest): void {
+  const tenId = (request.query as Record<string, unknown>).ten_id;
+  if (tenId !== undefined && (typeof tenId !== 'string' || tenId !== request.tenant?.id)) {
+    throw new AuthorizationError('ten_id does not match the tenant of the token');
+  }
+}
+
 /**
  * Generic entity reads (spec §4.3). Chain: token (global) → entity info → profile loader →
  * maintained-by → entity access → controller.
@@ -37,22 +71,26 @@ const LIST_SCHEMA = {
 @Authenticated()
 @Controller()
 export class EntityController {
-  constructor(private readonly entities: EntityService) {}
+  constructor(
+    private readonly listRecords: ListRecords,
+    private readonly readRecord: ReadRecord,
+  ) {}
 
   @Get('api/v1/records')
   @UseGuards(...ENTITY_CHAIN)
   @EntityOperation('read')
   @ApiOperation({ summary: 'Plain-array form of an entity read (D28)' })
   @ApiQuery({ name: 'entity', required: true, description: 'Entity code' })
-  @ApiOkResponse({
-    schema: {
-      type: 'object',
-      properties: { success: { type: 'boolean' }, data: { type: 'array', items: { type: 'object' } } },
-    },
-  })
+  @ApiQuery({ name: 'ten_id', required: false, description: 'Must be the tenant of the token (D28)' })
+  @ApiOkResponse({ schema: ARRAY_SCHEMA })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND')
-  async records(@Req() request: FastifyRequest): Promise<Row[]> {
-    return (await this.entities.list(request, this.entities.parseListQuery(request))).records;
+  async records(
+    @Req() request: FastifyRequest,
+    @RecordCtx() ctx: RecordContext,
+    @ListQuery() query: OffsetQuery,
+  ): Promise<Enveloped<Row[]>> {
+    assertTenId(request);
+    return this.plainArray(ctx, query);
   }
 
   @Get('api/entity/:entity_code/get')
@@ -61,19 +99,15 @@ export class EntityController {
   @ApiOperation({ summary: 'Style 1 read; ten_id must be the caller’s tenant (D28)' })
   @ApiParam({ name: 'entity_code' })
   @ApiQuery({ name: 'ten_id', required: false })
-  @ApiOkResponse({
-    schema: {
-      type: 'object',
-      properties: { success: { type: 'boolean' }, data: { type: 'array', items: { type: 'object' } } },
-    },
-  })
+  @ApiOkResponse({ schema: ARRAY_SCHEMA })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND')
-  async styleOne(@Req() request: FastifyRequest): Promise<Row[]> {
-    const tenId = (request.query as Record<string, unknown>).ten_id;
-    if (tenId !== undefined && (typeof tenId !== 'string' || tenId !== request.tenant?.id)) {
-      throw new AuthorizationError('ten_id does not match the tenant of the token');
-    }
-    return (await this.entities.list(request, this.entities.parseListQuery(request))).records;
+  async styleOne(
+    @Req() request: FastifyRequest,
+    @RecordCtx() ctx: RecordContext,
+    @ListQuery() query: OffsetQuery,
+  ): Promise<Enveloped<Row[]>> {
+    assertTenId(request);
+    return this.plainArray(ctx, query);
   }
 
   @Get('api/v1/:entity_code')
@@ -83,8 +117,8 @@ export class EntityController {
   @ApiParam({ name: 'entity_code' })
   @ApiOkResponse({ schema: LIST_SCHEMA })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'NOT_IMPLEMENTED')
-  list(@Req() request: FastifyRequest): Promise<ListResult> {
-    return this.entities.list(request, this.entities.parseListQuery(request));
+  list(@RecordCtx() ctx: RecordContext, @ListQuery() query: OffsetQuery): Promise<ListResult> {
+    return this.listRecords.execute(ctx, query);
   }
 
   @Get('api/v1/:entity_code/:id')
@@ -93,8 +127,37 @@ export class EntityController {
   @ApiOperation({ summary: 'One record by id' })
   @ApiParam({ name: 'entity_code' })
   @ApiParam({ name: 'id' })
+  @ApiHeader({ name: 'If-None-Match', required: false, description: 'ETag of a copy held; 304 if current' })
+  @ApiOkResponse({
+    description: 'The record with its lastModified; ETag: "<lastModified>" (D42)',
+    schema: { type: 'object', additionalProperties: true },
+  })
+  @ApiResponse({ status: 304, description: 'If-None-Match names the current ETag' })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'NOT_IMPLEMENTED')
-  get(@Req() request: FastifyRequest, @Param('id') id: string): Promise<Row> {
-    return this.entities.get(request, id);
+  async get(
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+    @RecordCtx() ctx: RecordContext,
+    @Param('id') id: string,
+  ): Promise<void> {
+    // D45: an id the INT key cannot hold names no row.
+    const recordId = parseRecordId(id);
+    if (recordId === undefined) throw new NotFoundError(`${ctx.entity.code} ${id} not found`);
+    const record = await this.readRecord.execute(ctx, recordId);
+    const token = record[LAST_MODIFIED_KEY] as string | null;
+    const etag = etagOf(token);
+    if (etag) void reply.header('etag', etag);
+    // D42: the client's copy is current; no body.
+    if (notModified(request.headers['if-none-match'], token)) {
+      await reply.status(304).send();
+      return;
+    }
+    await reply.send(record);
+  }
+
+  /** `/records` and style 1 (D28): a page of records as a plain array, with count and total. */
+  private async plainArray(ctx: RecordContext, query: OffsetQuery): Promise<Enveloped<Row[]>> {
+    const result = await this.listRecords.execute(ctx, query);
+    return new Enveloped(result.records, { count: result.records.length, total: result.total });
   }
 }

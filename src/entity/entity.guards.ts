@@ -1,12 +1,11 @@
 import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { hasPermission, isSystemAdmin } from '../auth/permissions';
+import { canPerform, maintainedByAllows } from '../profile/access/can-perform';
 import { AppError, AuthorizationError, ValidationError } from '../common/errors/app-error';
 import { entityCodeOf, ProfileLoaderService, profileNotFound } from '../profile/profile-loader.service';
 import { RegistryService } from '../registry/registry.service';
-import type { EntityAction } from './entity-request';
-import './entity-request';
+import type { RecordAction as EntityAction } from '../profile/access/can-perform';
 
 export const ENTITY_ACTION = 'mtb:entityAction';
 
@@ -59,51 +58,24 @@ export class MaintainedByGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const action = this.reflector.get<EntityAction | undefined>(ENTITY_ACTION, context.getHandler());
     const request = context.switchToHttp().getRequest<FastifyRequest>();
-    const mutating = action === 'create' || action === 'update' || action === 'delete';
-    if (
-      mutating &&
-      request.entity?.maintainedBy === 'system' &&
-      !isSystemAdmin(request.user?.permissions ?? [])
-    ) {
-      throw new AuthorizationError(`Entity ${request.entity.code} is maintained by the system`);
-    }
+    if (!action || !request.entity || !request.user) throw new AuthorizationError('Entity access denied');
+    const decision = maintainedByAllows(action, request.entity, request.user);
+    if (!decision.allowed) throw new AuthorizationError(decision.reason);
     return true;
   }
 }
 
-/** Chain step 5 (D22): role permission, profile permission and profile mode must all allow it. */
+/** Chain step 5 (D22): the one access decision (canPerform) for the route's action. */
 @Injectable()
 export class EntityAccessGuard implements CanActivate {
   constructor(private readonly reflector: Reflector) {}
 
   canActivate(context: ExecutionContext): boolean {
     const action = this.reflector.get<EntityAction | undefined>(ENTITY_ACTION, context.getHandler());
-    const request = context.switchToHttp().getRequest<FastifyRequest>();
-    const { entity, profile, user } = request;
+    const { entity, profile, user } = context.switchToHttp().getRequest<FastifyRequest>();
     if (!action || !entity || !profile || !user) throw new AuthorizationError('Entity access denied');
-    const granted = user.permissions;
-    if (!hasPermission(granted, `${action}:entity`) && !hasPermission(granted, `${action}:${entity.code}`)) {
-      throw new AuthorizationError(`Permission ${action}:${entity.code} required`);
-    }
-    const p = profile.policy.permissions;
-    const byProfile =
-      action === 'read' ? p.read : action === 'export' ? p.export : action === 'delete' ? p.delete : p.write;
-    if (!byProfile) throw new AuthorizationError(`The profile of ${entity.code} does not allow ${action}`);
-    const mode = profile.policy.mode;
-    const readOnlyObject = entity.type !== 'TABLE';
-    const byMode =
-      mode === 'FULL'
-        ? true
-        : mode === 'READ'
-          ? action === 'read' || action === 'export'
-          : mode === 'WRITE'
-            ? action !== 'delete'
-            : entity.type === 'FUNCTION' && (action === 'read' || action === 'export');
-    if (!byMode || (readOnlyObject && action !== 'read' && action !== 'export')) {
-      throw new AuthorizationError(
-        `Entity ${entity.code} does not allow ${action} (${mode}, ${entity.type})`,
-      );
-    }
+    const decision = canPerform(action, entity, profile.policy, user);
+    if (!decision.allowed) throw new AuthorizationError(decision.reason);
     return true;
   }
 }

@@ -1,31 +1,19 @@
 import { Module } from '@nestjs/common';
 import { ProfileModule } from '../profile/profile.module';
+import { RecordsModule } from '../records/records.module';
 import { RegistryModule } from '../registry/registry.module';
-import { EntityAuditService } from './entity-audit.service';
-import { EntityCacheInvalidator } from './entity-cache-invalidator';
 import { EntityWriteController } from './entity-write.controller';
-import { EntityWriteRepository } from './entity-write.repository';
-import { EntityWriteService } from './entity-write.service';
 import { EntityController } from './entity.controller';
 import { EntityAccessGuard, EntityInfoGuard, MaintainedByGuard, ProfileLoaderGuard } from './entity.guards';
-import { EntityRepository } from './entity.repository';
-import { EntityService } from './entity.service';
 
-/** Generic reads and writes over registered entities (spec §4.3). */
+/**
+ * The HTTP adapter of the records core (spec §4.3 both path styles): guards resolve tenant, user,
+ * entity and profile; controllers parse HTTP into a RecordContext and typed input and call the
+ * records use cases.
+ */
 @Module({
-  imports: [RegistryModule, ProfileModule],
+  imports: [RegistryModule, ProfileModule, RecordsModule],
   controllers: [EntityController, EntityWriteController],
-  providers: [
-    EntityService,
-    EntityRepository,
-    EntityWriteService,
-    EntityWriteRepository,
-    EntityAuditService,
-    EntityCacheInvalidator,
-    EntityInfoGuard,
-    ProfileLoaderGuard,
-    MaintainedByGuard,
-    EntityAccessGuard,
-  ],
+  providers: [EntityInfoGuard, ProfileLoaderGuard, MaintainedByGuard, EntityAccessGuard],
 })
 export class EntityModule {}

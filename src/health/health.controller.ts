@@ -20,6 +20,7 @@ import { NoTenant } from '../common/decorators/context.decorators';
 import { Public, RawResponse } from '../common/decorators/public.decorator';
 import { CacheService } from '../cache/cache.service';
 import { DatabaseService } from '../database/database.service';
+import { ProbeChecks } from './probe-checks';
 import { ReadinessFlag, ReadinessService } from './readiness.service';
 
 type Indicator = () => Promise<HealthIndicatorResult>;
@@ -34,7 +35,11 @@ const HEALTH_SCHEMA = {
   },
 };
 
-/** Probes (spec §4.6) in Terminus' format (D40). Not wrapped in the success envelope. */
+/**
+ * Probes (spec §4.6) in Terminus' format (D40). Not wrapped in the success envelope. The database
+ * and cache checks come from ProbeChecks: computed at most once a second per instance, with single
+ * flight, so probes stay cheap under any flood; the readiness flags are read live.
+ */
 @ApiTags('health')
 @ApiInternalServerErrorResponse({ type: ErrorEnvelopeDto, description: 'SERVICE_ERROR: unexpected error' })
 @Public()
@@ -49,6 +54,7 @@ export class HealthController {
     private readonly readiness: ReadinessService,
     private readonly database: DatabaseService,
     private readonly cache: CacheService,
+    private readonly checks: ProbeChecks,
   ) {}
 
   @Get('healthz')
@@ -122,24 +128,20 @@ export class HealthController {
   private dbIndicator(): Indicator {
     return async () => {
       const check = this.indicators.check('database');
-      try {
-        await this.database.ping();
-        return check.up({ dialect: this.database.dialect });
-      } catch {
-        return check.down({ dialect: this.database.dialect, message: 'SELECT 1 failed' });
-      }
+      const { ok } = await this.checks.database();
+      return ok
+        ? check.up({ dialect: this.database.dialect })
+        : check.down({ dialect: this.database.dialect, message: 'SELECT 1 failed' });
     };
   }
 
   private cacheIndicator(): Indicator {
     return async () => {
       const check = this.indicators.check('cache');
-      try {
-        const pong = await this.cache.ping();
-        return pong === 'PONG' ? check.up({ kind: this.cache.kind }) : check.down({ kind: this.cache.kind });
-      } catch {
-        return check.down({ kind: this.cache.kind, message: 'PING failed' });
-      }
+      const { ok } = await this.checks.cache();
+      return ok
+        ? check.up({ kind: this.cache.kind })
+        : check.down({ kind: this.cache.kind, message: 'PING failed' });
     };
   }
 

@@ -4,13 +4,14 @@ import { HealthController } from './health.controller';
 import { HttpHooksService } from './http-hooks.service';
 import { MetricsController } from './metrics.controller';
 import { MetricsService } from './metrics.service';
+import { ProbeChecks } from './probe-checks';
 import { ReadinessService } from './readiness.service';
 import { StartupService } from './startup.service';
 
 @Module({
   imports: [TerminusModule.forRoot({ logger: false })],
   controllers: [HealthController, MetricsController],
-  providers: [ReadinessService, StartupService, MetricsService, HttpHooksService],
+  providers: [ReadinessService, StartupService, MetricsService, HttpHooksService, ProbeChecks],
   exports: [ReadinessService, StartupService, MetricsService],
 })
 export class HealthModule {}

@@ -3,6 +3,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
 import { NotReadyError } from '../common/errors/app-error';
 import { errorBody } from '../common/http/envelope';
+import { requestScope } from '../common/request-scope';
 import { MetricsService } from './metrics.service';
 import { PROBE_PATHS, ReadinessService } from './readiness.service';
 
@@ -21,6 +22,13 @@ export class HttpHooksService implements OnModuleInit {
 
   onModuleInit(): void {
     const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
+
+    // The async-local scope of the request (common/request-scope.ts): the rest of the request —
+    // hooks, guards, handler, the use cases it calls — runs inside it, so every log line written
+    // for it carries requestId (and tenantId and userId once the guards have them).
+    fastify.addHook('onRequest', (request, _reply, done) => {
+      requestScope.run({ requestId: request.id }, done);
+    });
 
     fastify.addHook('onRequest', async (request, reply) => {
       void reply.header('x-request-id', request.id);

@@ -12,9 +12,19 @@ export class ReadinessService {
   private readonly flags: ReadinessFlags = { redis: false, externalDbs: false, cache: false };
   private shuttingDown = false;
   private failure?: string;
+  private changes = 0;
 
   set(flag: ReadinessFlag, value = true): void {
+    if (this.flags[flag] !== value) this.changes++;
     this.flags[flag] = value;
+  }
+
+  /**
+   * Counts the changes of the flags and of shutting down: a probe result computed before the last
+   * change (ProbeChecks) is not served again, so a probe never reports a state older than it.
+   */
+  get epoch(): number {
+    return this.changes;
   }
 
   snapshot(): ReadinessFlags {
@@ -27,6 +37,7 @@ export class ReadinessService {
 
   /** During graceful shutdown /readyz turns 503 so load balancers drain the instance. */
   markShuttingDown(): void {
+    if (!this.shuttingDown) this.changes++;
     this.shuttingDown = true;
   }
 

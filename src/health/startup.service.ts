@@ -2,6 +2,7 @@ import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import type { AppConfig } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';
 import { CacheService, errorMessage } from '../cache/cache.service';
+import { RedisCacheStore } from '../cache/redis-cache.store';
 import { ConnectionsService } from '../database/connections/connections.service';
 import { DatabaseService } from '../database/database.service';
 import { DEV_DEMO_PASSWORD } from '../database/seed/demo-data';
@@ -72,6 +73,9 @@ export class StartupService implements OnApplicationBootstrap {
     const { startupMaxAttempts, startupRetryMs } = this.config.cache;
     for (let attempt = 1; attempt <= startupMaxAttempts && !this.stopped; attempt++) {
       try {
+        // The store has only begun connecting: the first attempt waits for the connection (at
+        // most the connect timeout) instead of failing on a stream that is not writable yet.
+        if (attempt === 1) await this.cacheConnected();
         const pong = await this.cache.ping();
         if (pong !== 'PONG') throw new Error(`unexpected PING answer ${pong}`);
         this.readiness.set('redis');
@@ -91,6 +95,12 @@ export class StartupService implements OnApplicationBootstrap {
       this.logger.error(`Giving up: ${reason}; the service stays not ready until restarted`);
     }
     return false;
+  }
+
+  /** Resolves when the cache store's connection is ready (stores without one: at once). */
+  private async cacheConnected(): Promise<void> {
+    const store = this.cache.store;
+    if (store instanceof RedisCacheStore) await store.whenReady();
   }
 
   private async prepareDatabase(): Promise<boolean> {

@@ -68,7 +68,7 @@ export interface ProfileMiddlewareOptions {
   cacheTTL?: number;
 }
 
-/** What the loader reads from and writes to a request (a FastifyRequest of an entity route). */
+/** What the loader reads from and writes to a request of an entity route (structurally typed). */
 export interface ProfileRequest {
   params?: unknown;
   query?: unknown;
@@ -109,13 +109,14 @@ export class ProfileLoaderService {
   /**
    * Rule 11 `middleware(options)`: rules 1-10 as a request step — 400 without an entity code, 401
    * without a user context, then the profile (cached per the options) attached as
-   * `request.profile`. ProfileLoaderGuard runs it with the defaults; a route or a Fastify hook
+   * `request.profile`. ProfileLoaderGuard runs it with the defaults; a route or an HTTP hook
    * elsewhere can run it with its own options.
    */
   middleware(options: ProfileMiddlewareOptions = {}): (request: ProfileRequest) => Promise<void> {
     const { cacheEnabled, cacheTTL } = options;
     return async (request) => {
-      const entityCode = entityCodeOf(request);
+      // The chain's step 2 already resolved the entity; only a bare use of the middleware reads the path.
+      const entityCode = request.entity?.code ?? entityCodeOf(request);
       if (!entityCode) throw new ValidationError('Entity code is required in the path');
       if (!request.user || !request.tenant) throw new AppError('UNAUTHORIZED', 'Authentication required');
       request.profile = await this.load({

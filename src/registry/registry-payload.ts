@@ -191,6 +191,21 @@ export function parseField(f: RawObject, primaryKeyColumn?: string): FieldDef {
   if (min !== undefined) field.min = min;
   if (max !== undefined) field.max = max;
 
+  const precision = optionalNumber(f, 'precision', name);
+  const scale = optionalNumber(f, 'scale', name);
+  if (precision !== undefined) {
+    if (!Number.isInteger(precision) || precision < 1 || precision > 38) {
+      throw new RegistryConfigError(`field "${name}": precision is not an integer from 1 to 38`);
+    }
+    field.precision = precision;
+  }
+  if (scale !== undefined) {
+    if (!Number.isInteger(scale) || scale < 0 || scale > (precision ?? 38)) {
+      throw new RegistryConfigError(`field "${name}": scale is not an integer from 0 to the precision`);
+    }
+    field.scale = scale;
+  }
+
   if (present(f.pattern)) {
     if (typeof f.pattern !== 'string' || f.pattern.length > MAX_PATTERN_LENGTH) {
       throw new RegistryConfigError(

@@ -16,6 +16,9 @@ export interface FieldDef {
   maxLength?: number;
   min?: number;
   max?: number;
+  /** `numeric` columns: DECIMAL(precision, scale); default DECIMAL(12, 2), the schema's. */
+  precision?: number;
+  scale?: number;
   /** Regular expression (source) a text value must match. */
   pattern?: string;
   /** For `select`: the vs_code whose values are allowed. */

@@ -3,6 +3,7 @@ import {
   decryptTenantHeader,
   encryptTenantHeader,
   isHeaderExpired,
+  TENANT_HEADER_MAX_FUTURE_SKEW_S,
   TenantHeaderError,
 } from './tenant-header.crypto';
 
@@ -62,5 +63,26 @@ describe('tenant header crypto (D5-D6)', () => {
     expect(isHeaderExpired({ type: 'tenant', id: '1', timestamp: now - 100 }, 60, now)).toBe(true);
     expect(isHeaderExpired({ type: 'tenant', id: '1', timestamp: now - 30 }, 60, now)).toBe(false);
     expect(isHeaderExpired({ type: 'tenant', id: '1' }, 60, now)).toBe(false);
+  });
+
+  it('should refuse a header stamped beyond the clock skew in the future when a max age is set', () => {
+    const now = 1_800_000_000;
+    const skew = TENANT_HEADER_MAX_FUTURE_SKEW_S;
+    const at = (timestamp: number, maxAgeS = 300) =>
+      isHeaderExpired({ type: 'tenant', id: '1', timestamp }, maxAgeS, now);
+    expect(at(now)).toBe(false);
+    expect(at(now + skew)).toBe(false);
+    expect(at(now + skew + 1)).toBe(true);
+    expect(at(now + 10 * 365 * 24 * 3600)).toBe(true);
+    // Off without a max age (D6), as for old headers.
+    expect(at(now + 10 * 365 * 24 * 3600, 0)).toBe(false);
+  });
+
+  it('should refuse a future-stamped header through decrypt + isHeaderExpired like an expired one', () => {
+    const now = Date.now() / 1000;
+    const future = decryptTenantHeader(encryptTenantHeader('7', KEY, Math.floor(now) + 3600), KEY);
+    const fresh = decryptTenantHeader(encryptTenantHeader('7', KEY, Math.floor(now)), KEY);
+    expect(isHeaderExpired(future, 300, now)).toBe(true);
+    expect(isHeaderExpired(fresh, 300, now)).toBe(false);
   });
 });

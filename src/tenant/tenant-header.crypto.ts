@@ -141,7 +141,16 @@ export function decryptTenantHeader(raw: string | undefined, key: string | Buffe
   return { type: 'tenant', id, ...(p.timestamp !== undefined ? { timestamp: p.timestamp } : {}) };
 }
 
-/** D6: a header whose timestamp is older than maxAgeS (0 = off) is refused. */
+/** How far in the future a header's timestamp may lie (clock skew between proxy and service). */
+export const TENANT_HEADER_MAX_FUTURE_SKEW_S = 60;
+
+/**
+ * D6: with maxAgeS set (0 = off), a header whose timestamp is older than maxAgeS is refused, and so
+ * is one stamped more than TENANT_HEADER_MAX_FUTURE_SKEW_S in the future, which would otherwise
+ * never expire.
+ */
 export function isHeaderExpired(payload: TenantPayload, maxAgeS: number, nowS = Date.now() / 1000): boolean {
-  return maxAgeS > 0 && payload.timestamp !== undefined && nowS - payload.timestamp > maxAgeS;
+  if (maxAgeS <= 0 || payload.timestamp === undefined) return false;
+  const age = nowS - payload.timestamp;
+  return age > maxAgeS || age < -TENANT_HEADER_MAX_FUTURE_SKEW_S;
 }

@@ -14,8 +14,11 @@ import { InjectConfig } from '../config/inject-config.decorator';
 
 /**
  * D39: RATE_LIMIT_POINTS requests per RATE_LIMIT_WINDOW_S per tenant, shared by every instance
- * through Redis when configured. Runs right after TenantGuard (the tenant is known only once the
- * header is decrypted); routes outside any tenant (probes, metrics) are not limited.
+ * through Redis when configured. Only authenticated requests spend it: the guard runs after
+ * JwtAuthGuard and skips every request without a user (public routes, and anything refused
+ * earlier never gets here), so no one without a valid token of the tenant can exhaust it.
+ * Unauthenticated traffic is limited per client address instead (AddressLimitGuard). Routes
+ * outside any tenant (probes, metrics) are not limited.
  */
 @Injectable()
 export class TenantRateLimitGuard implements CanActivate {
@@ -42,7 +45,7 @@ export class TenantRateLimitGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const http = context.switchToHttp();
     const request = http.getRequest<FastifyRequest>();
-    if (!request.tenant) return true;
+    if (!request.tenant || !request.user) return true;
     try {
       const res = await this.limiter.consume(request.tenant.id);
       void http.getResponse<FastifyReply>().header('x-ratelimit-remaining', String(res.remainingPoints));

@@ -1,8 +1,9 @@
 import { DataSource } from 'typeorm';
-import { TABLES } from '../../src/database/schema';
+import { MIGRATIONS } from '../../src/database/migrations';
+import { EXPORT_TABLES, REVOCATION_TABLES, TABLES } from '../../src/database/schema';
 import { createTestDatabase, migratedDataSource, TestDatabase } from '../support/test-database';
 
-describe('InitialSchema migration', () => {
+describe('Migrations (InitialSchema, RevokedTokens)', () => {
   let db: TestDatabase;
   let ds: DataSource;
 
@@ -19,7 +20,7 @@ describe('InitialSchema migration', () => {
   it('should create every table with exactly the declared columns', async () => {
     const qr = ds.createQueryRunner();
     try {
-      for (const def of TABLES) {
+      for (const def of [...TABLES, ...REVOCATION_TABLES, ...EXPORT_TABLES]) {
         const table = await qr.getTable(def.name);
         expect(table).toBeDefined();
         expect(table!.columns.map((c) => c.name).sort()).toEqual(def.columns.map((c) => c.name).sort());
@@ -53,20 +54,71 @@ describe('InitialSchema migration', () => {
     expect(Boolean(Number(rows[0].tnt_is_deleted))).toBe(false);
   });
 
-  it('should be reversible: down drops every table and up recreates them', async () => {
-    await ds.undoLastMigration({ transaction: 'each' });
+  it('should keep rvk_jti unique when set and allow any number of user-wide rows (jti NULL)', async () => {
+    const insert = (jti: string | null) =>
+      ds
+        .createQueryBuilder()
+        .insert()
+        .into('app_revoked_tokens', [
+          'rvk_tenant_id',
+          'rvk_user_id',
+          'rvk_jti',
+          'rvk_not_before',
+          'rvk_expires_at',
+          'rvk_created_at',
+        ])
+        .values({
+          rvk_tenant_id: 1,
+          rvk_user_id: 1,
+          rvk_jti: jti,
+          rvk_not_before: jti === null ? '2026-01-01 00:00:00.123' : null,
+          rvk_expires_at: '2026-01-02 00:00:00.456',
+          rvk_created_at: '2026-01-01 00:00:00.123',
+        })
+        .execute();
+    await insert('jti-1');
+    await expect(insert('jti-1')).rejects.toThrow();
+    await insert(null);
+    await insert(null);
+    const count = await ds
+      .createQueryBuilder()
+      .select('COUNT(*)', 'n')
+      .from('app_revoked_tokens', 'r')
+      .getRawOne<{ n: unknown }>();
+    expect(Number(count?.n)).toBe(3);
+  });
+
+  it('should be reversible: down drops every table of each migration and up recreates them', async () => {
     const qr = ds.createQueryRunner();
     try {
-      for (const def of TABLES) expect(await qr.hasTable(def.name)).toBe(false);
+      expect(MIGRATIONS.map((m) => m.name)).toEqual([
+        'InitialSchema1763769600000',
+        'RevokedTokens1795305600000',
+        'ExportFiles1795392000000',
+      ]);
+      // Newest first: ExportFiles, then RevokedTokens, each drops its own tables only.
+      await ds.undoLastMigration({ transaction: 'each' });
+      for (const def of EXPORT_TABLES) expect(await qr.hasTable(def.name)).toBe(false);
+      expect(await qr.hasTable('app_revoked_tokens')).toBe(true);
+      await ds.undoLastMigration({ transaction: 'each' });
+      for (const def of REVOCATION_TABLES) expect(await qr.hasTable(def.name)).toBe(false);
+      expect(await qr.hasTable('app_users')).toBe(true);
+      await ds.undoLastMigration({ transaction: 'each' });
+      for (const def of [...TABLES, ...REVOCATION_TABLES]) expect(await qr.hasTable(def.name)).toBe(false);
+
+      expect((await ds.runMigrations({ transaction: 'each' })).map((m) => m.name)).toEqual([
+        'InitialSchema1763769600000',
+        'RevokedTokens1795305600000',
+        'ExportFiles1795392000000',
+      ]);
+      for (const def of [...TABLES, ...REVOCATION_TABLES, ...EXPORT_TABLES])
+        expect(await qr.hasTable(def.name)).toBe(true);
+      const revoked = await qr.getTable('app_revoked_tokens');
+      expect(revoked!.columns.map((c) => c.name).sort()).toEqual(
+        REVOCATION_TABLES[0].columns.map((c) => c.name).sort(),
+      );
     } finally {
       await qr.release();
-    }
-    await ds.runMigrations({ transaction: 'each' });
-    const again = ds.createQueryRunner();
-    try {
-      expect(await again.hasTable('app_users')).toBe(true);
-    } finally {
-      await again.release();
     }
   });
 });

@@ -269,7 +269,7 @@ describe('Tenant header and authentication (spec §5, §7, D5-D14)', () => {
       );
     });
 
-    it('should throttle repeated failures per tenant + e-mail with 429 and Retry-After', async () => {
+    it('should throttle repeated failures per tenant + e-mail + address with 429 and Retry-After', async () => {
       for (let i = 0; i < 5; i++) {
         expectError(
           await post(TENANT.acme, { email_id: 'root@acme.test', password: 'wrong' }),
@@ -420,6 +420,73 @@ describe('Tenant header and authentication (spec §5, §7, D5-D14)', () => {
       expect(
         (await get('/test/protected/admin-cache', authHeaders(TENANT.acme, adminToken))).statusCode,
       ).toBe(200);
+    });
+
+    it("should enforce the role's permissions, not those the token claims (finding 4)", async () => {
+      const viewer = (await signin(t.app, TENANT.acme, 'viewer@acme.test')).token;
+      const claimsOfViewer = jwt.decode(viewer) as jwt.JwtPayload;
+      const inflated = jwt.sign(
+        { ...claimsOfViewer, role_id: 1, roles: ['ADMIN'], permissions: ['*:*', 'admin:system'] },
+        TEST_SECRETS.JWT_SECRET,
+        { algorithm: 'HS256' },
+      );
+      expectError(
+        await get('/test/protected/admin-cache', authHeaders(TENANT.acme, inflated)),
+        403,
+        'FORBIDDEN',
+      );
+      // A token claiming less than the role has gets what the role has.
+      const { iat: _iat, iat_ms: _iatMs, ...adminClaims } = claims();
+      const deflated = jwt.sign({ ...adminClaims, roles: [], permissions: [] }, TEST_SECRETS.JWT_SECRET, {
+        algorithm: 'HS256',
+      });
+      expect((await get('/test/protected/admin-cache', authHeaders(TENANT.acme, deflated))).statusCode).toBe(
+        200,
+      );
+    });
+
+    describe('claims (issue 9, finding 8)', () => {
+      /** The admin token's claims, changed, signed with the right secret: only the claims are wrong. */
+      const forge = (changes: Record<string, unknown>, drop: string[] = []) => {
+        const now = Math.floor(Date.now() / 1000);
+        const forged: Record<string, unknown> = {
+          ...claims(),
+          iat: now,
+          iat_ms: now * 1000,
+          exp: now + 600,
+          ...changes,
+        };
+        for (const name of drop) delete forged[name];
+        return jwt.sign(forged, TEST_SECRETS.JWT_SECRET, {
+          algorithm: 'HS256',
+          noTimestamp: !('iat' in forged),
+        });
+      };
+      const now = Math.floor(Date.now() / 1000);
+      const yearAhead = now + 365 * 86400;
+
+      it('should accept the forged token when its claims are consistent (control)', async () => {
+        expect((await profileWith(forge({}))).statusCode).toBe(200);
+      });
+
+      it.each<[string, Record<string, unknown>, string[]]>([
+        [
+          'an iat a year in the future',
+          { iat: yearAhead, iat_ms: yearAhead * 1000, exp: yearAhead + 600 },
+          [],
+        ],
+        ['an iat 60 s in the future', { iat: now + 60, exp: now + 660 }, ['iat_ms']],
+        ['no iat', {}, ['iat', 'iat_ms']],
+        ['an exp of 1e20', { exp: 1e20 }, []],
+        ['a lifetime longer than JWT_EXPIRES_IN (2 days)', { exp: now + 2 * 86400 }, []],
+        ['a tennr other than tenant_id', { tennr: '2' }, []],
+        ['a sub other than user_id', { sub: '2' }, []],
+        ['an iat_ms outside the second of iat', { iat_ms: 1000 }, []],
+        ['roles that are not an array of strings', { roles: 'ADMIN' }, []],
+        ['permissions that are not an array of strings', { permissions: ['*:*', 7] }, []],
+      ])('should refuse a token with %s: 401 TOKEN_INVALID', async (_, changes, drop) => {
+        expectError(await profileWith(forge(changes, drop)), 401, 'TOKEN_INVALID');
+      });
     });
 
     it('should check the tenant header before the token (spec §4.1 rule 2)', async () => {

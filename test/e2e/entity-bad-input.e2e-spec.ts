@@ -213,4 +213,181 @@ describe('Hostile input on entity routes (generated from the registry)', () => {
     }
     expect(problems).toEqual([]);
   });
+
+  /** D45: from the largest INT to 10^10, and negatives, on every entity that has an integer key. */
+  const OUT_OF_RANGE = [
+    '2147483647',
+    '2147483648',
+    '4294967295',
+    '4294967296',
+    '9999999999',
+    '10000000000',
+    '-1',
+    '-2147483648',
+    '-2147483649',
+    '-10000000000',
+  ];
+
+  it('should answer 404 (never 500) for ids from 2^31 - 1 to 10^10 and negatives', async () => {
+    for (const entity of ['customers', 'orders', 'users']) {
+      for (const id of OUT_OF_RANGE) {
+        for (const method of ['GET', 'PUT', 'DELETE'] as const) {
+          const res = await t.app.inject({
+            method,
+            url: `/api/v1/${entity}/${id}`,
+            headers,
+            ...(method === 'PUT' ? { payload: { lastModified: new Date().toISOString() } } : {}),
+          });
+          check(`${method} ${entity}/${id}`, res.statusCode, res.body);
+          // PUT checks its body first (400 names no field); the users profile forbids every delete
+          // (403, before any id is read); every other answer is a 404.
+          const expected =
+            method === 'PUT' ? [400, 404] : method === 'DELETE' && entity === 'users' ? [403] : [404];
+          expect({ method, entity, id, status: expected.includes(res.statusCode) }).toEqual({
+            method,
+            entity,
+            id,
+            status: true,
+          });
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('should answer integer filter values from 2^31 - 1 to 10^10 and negatives with 200 or 400 naming the field', async () => {
+    const integerFilters = [
+      ['orders', 'customer_id'],
+      ['customers', 'id'],
+      ['users', 'role_id'],
+      ['users', 'status'],
+    ];
+    for (const [entity, field] of integerFilters) {
+      for (const value of OUT_OF_RANGE) {
+        const res = await t.app.inject({
+          method: 'GET',
+          url: `/api/v1/${entity}?filters%5B${field}%5D=${value}`,
+          headers,
+        });
+        check(`GET ${entity}?filters[${field}]=${value}`, res.statusCode, res.body);
+        if (res.statusCode !== 200) {
+          expect(res.statusCode).toBe(400);
+          expect(res.json<{ error: { details: Json[] } }>().error.details).toEqual([
+            { field: `filters[${field}]`, error: expect.any(String) },
+          ]);
+        }
+        const n = Number(value);
+        if (field !== 'status' && (n > 2147483647 || n < -2147483648)) expect(res.statusCode).toBe(400);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+});
+
+/** Issue 9 finding 7: numbers in decimal notation and in range, well-formed text, capped details. */
+describe('Strict input (numbers, text, error size)', () => {
+  let t: TestApp;
+  let headers: Record<string, string>;
+
+  beforeAll(async () => {
+    t = await startTestApp({ label: 'strict_input' });
+    headers = authHeaders(TENANT.acme, (await signin(t.app, TENANT.acme, 'admin@acme.test')).token);
+  });
+
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  const postRaw = (url: string, body: string) =>
+    t.app.inject({
+      method: 'POST',
+      url,
+      headers: { ...headers, 'content-type': 'application/json' },
+      payload: body,
+    });
+  const detailsOf = (res: { json(): unknown }) =>
+    (res.json() as { error: { details: Array<{ field: string; error: string }> } }).error.details;
+
+  it.each([
+    ['"0x10"', 'must be a number'],
+    ['"1e5"', 'must be a number'],
+    ['" 12"', 'must be a number'],
+    ['"Infinity"', 'must be a number'],
+    ['1e308', 'is out of range'],
+    ['12345678901', 'is out of range'],
+    ['12.345', 'must have at most 2 decimal places'],
+    ['0.0000001', 'must have at most 2 decimal places'],
+  ])('should refuse credit_limit %s (%s) ', async (value, error) => {
+    const res = await postRaw(
+      '/api/v1/customers',
+      `{"name":"Strict","email":"strict-${Date.now()}@acme.example","credit_limit":${value}}`,
+    );
+    expect(res.statusCode).toBe(400);
+    expect(detailsOf(res)).toEqual([{ field: 'credit_limit', error: expect.stringContaining(error) }]);
+  });
+
+  it('should accept a decimal in range with the column’s scale', async () => {
+    const res = await postRaw(
+      '/api/v1/customers',
+      `{"name":"Strict","email":"strict-ok-${Date.now()}@acme.example","credit_limit":9999999999.99}`,
+    );
+    expect(res.statusCode).toBe(201);
+    expect(res.json<{ data: { credit_limit: number } }>().data.credit_limit).toBe(9999999999.99);
+  });
+
+  it.each(['9007199254740993', '9007199254740992', '1.5', '"0x10"', '"1e3"'])(
+    'should refuse the integer %s rather than change it',
+    async (value) => {
+      const res = await postRaw('/api/v1/orders', `{"customer_id":${value},"amount":1}`);
+      expect(res.statusCode).toBe(400);
+      expect(detailsOf(res)).toEqual([{ field: 'customer_id', error: expect.any(String) }]);
+    },
+  );
+
+  it.each([
+    ['a lone high surrogate', '"x\\ud800y"'],
+    ['a lone low surrogate', '"\\udc00"'],
+    ['a NUL character', '"a\\u0000b"'],
+  ])('should refuse text with %s', async (_what, value) => {
+    const res = await postRaw(
+      '/api/v1/customers',
+      `{"name":${value},"email":"strict-text-${Date.now()}@acme.example"}`,
+    );
+    expect(res.statusCode).toBe(400);
+    expect(detailsOf(res)).toEqual([{ field: 'name', error: expect.stringMatching(/Unicode|NUL/) }]);
+    // A URL cannot carry a lone surrogate (it is not UTF-8); a NUL it can.
+    if (value.includes('u0000')) {
+      const filtered = await t.app.inject({
+        method: 'GET',
+        url: '/api/v1/customers?filters%5Bname%5D=a%00b',
+        headers,
+      });
+      expect(filtered.statusCode).toBe(400);
+    }
+  });
+
+  it('should refuse a decimal filter in another notation', async () => {
+    const res = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/customers?filters%5Bcredit_limit%5D=0x10',
+      headers,
+    });
+    expect(res.statusCode).toBe(400);
+    expect(detailsOf(res)).toEqual([{ field: 'filters[credit_limit]', error: 'must be a number' }]);
+  });
+
+  it('should list at most 50 problems and count the rest', async () => {
+    const body: Record<string, number> = {};
+    for (let i = 0; i < 30_000; i++) body[`u${i}`] = i;
+    const res = await postRaw('/api/v1/customers', JSON.stringify(body));
+    expect(res.statusCode).toBe(400);
+    const details = detailsOf(res);
+    expect(details).toHaveLength(51);
+    expect(details[50]).toEqual({
+      field: '*',
+      error: expect.stringMatching(/^\d+ more problems not listed$/),
+    });
+    expect(Number(/^(\d+)/.exec(details[50].error)?.[1])).toBe(30_000 + 2 - 50);
+    expect(res.body.length).toBeLessThan(10_000);
+  });
 });

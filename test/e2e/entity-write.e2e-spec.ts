@@ -1,7 +1,7 @@
 import { hashPassword } from '../../src/auth/password';
 import type { DataSource } from 'typeorm';
 import { DatabaseService } from '../../src/database/database.service';
-import { fromDbTimestamp } from '../../src/entity/entity-write-values';
+import { fromDbTimestamp } from '../../src/database/dialect/timestamps';
 import { authHeaders, DEMO_PASSWORD, signin, TENANT } from '../support/auth';
 import { startTestApp, TestApp } from '../support/test-app';
 

@@ -2,7 +2,11 @@ import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DataSource } from 'typeorm';
+import { encryptTenantHeader } from '../../src/tenant/tenant-header.crypto';
+import { DEMO_PASSWORD, TENANT } from '../support/auth';
 import { waitFor } from '../support/test-app';
+import { TEST_SECRETS } from '../support/test-database';
 
 const ROOT = join(__dirname, '..', '..');
 const MAIN = join(ROOT, 'dist', 'main.js');
@@ -87,6 +91,82 @@ describe('The service process (npm start)', () => {
       run.child.kill('SIGTERM');
       await run.exited;
     }
+  });
+
+  it('should still refuse a logged-out token after a restart on the embedded default (D46)', async () => {
+    // Explicit secrets instead of the generated ./data/.dev-secrets.json, to build the header here.
+    const env = { API_PORT: String(port), ...TEST_SECRETS };
+    const base = `http://127.0.0.1:${port}/api/v1/auth`;
+    const header = { 'x-tenant-id': encryptTenantHeader(TENANT.acme, TEST_SECRETS.TENANT_ENCRYPTION_KEY) };
+    const signin = async (): Promise<string> => {
+      const res = await fetch(`${base}/signin`, {
+        method: 'POST',
+        headers: { ...header, 'content-type': 'application/json' },
+        body: JSON.stringify({ email_id: 'admin@acme.test', password: DEMO_PASSWORD }),
+      });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { data: { token: string } }).data.token;
+    };
+    const profile = async (token: string) => {
+      const res = await fetch(`${base}/profile`, {
+        headers: { ...header, authorization: `Bearer ${token}` },
+      });
+      return { status: res.status, code: ((await res.json()) as { error?: { code: string } }).error?.code };
+    };
+    const ready = (run: Running) => waitFor(async () => /Ready in \d+ ms/.test(run.stdout()), 30000);
+    /** The service's own database file, opened while the service is down. */
+    const sqlite = async <T>(work: (db: DataSource) => Promise<T>): Promise<T> => {
+      const db = new DataSource({ type: 'better-sqlite3', database: join(cwd, 'data', 'app.sqlite') });
+      await db.initialize();
+      try {
+        return await work(db);
+      } finally {
+        await db.destroy();
+      }
+    };
+    const stop = async (run: Running) => {
+      run.child.kill('SIGTERM');
+      expect(await run.exited).toBe(0);
+    };
+
+    const first = start(cwd, env);
+    let token: string;
+    try {
+      await ready(first);
+      token = await signin();
+      const out = await fetch(`${base}/logout`, {
+        method: 'POST',
+        headers: { ...header, authorization: `Bearer ${token}` },
+      });
+      expect(out.status).toBe(200);
+      expect(await profile(token)).toEqual({ status: 401, code: 'TOKEN_REVOKED' });
+      await stop(first);
+    } finally {
+      first.child.kill('SIGKILL');
+    }
+
+    // While it is down: a revocation that expired meanwhile, for the start-up purge.
+    await sqlite((db) =>
+      db.query(
+        `INSERT INTO app_revoked_tokens (rvk_tenant_id, rvk_user_id, rvk_jti, rvk_expires_at, rvk_created_at)
+         VALUES (1, 1, 'expired-before-restart', '2000-01-01 00:00:00.000', '2000-01-01 00:00:00.000')`,
+      ),
+    );
+
+    const second = start(cwd, env);
+    try {
+      await ready(second);
+      expect(await profile(token)).toEqual({ status: 401, code: 'TOKEN_REVOKED' });
+      expect(await profile(await signin())).toEqual({ status: 200, code: undefined });
+      await stop(second);
+    } finally {
+      second.child.kill('SIGKILL');
+    }
+    const jtis: Array<{ jti: string }> = await sqlite((db) =>
+      db.query('SELECT rvk_jti AS jti FROM app_revoked_tokens'),
+    );
+    expect(jtis.map((r) => r.jti)).not.toContain('expired-before-restart');
+    expect(jtis).toHaveLength(1);
   });
 
   it('should refuse to start on bad configuration, naming every bad variable', async () => {

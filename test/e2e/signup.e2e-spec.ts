@@ -1,9 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { CacheService } from '../../src/cache/cache.service';
 import { DatabaseService } from '../../src/database/database.service';
-import { authHeaders, DEMO_PASSWORD, TENANT, tenantHeader } from '../support/auth';
+import { CollectionEventsService } from '../../src/cache/collection-events';
+import { authHeaders, DEMO_PASSWORD, signin, TENANT, tenantHeader } from '../support/auth';
 import { ReceivedMail, startSmtpServer, TestSmtpServer } from '../support/smtp';
-import { startTestApp, TestApp } from '../support/test-app';
+import { startTestApp, TestApp, waitFor } from '../support/test-app';
+
+const waitForCondition = (check: () => boolean) => waitFor(() => Promise.resolve(check()), 5000, 20);
 
 const PUBLIC_URL = 'https://app.example.test';
 const MAIL_FROM = 'sign-up@example.test';
@@ -272,6 +275,48 @@ describe('Sign-up (signup-otp, create-account)', () => {
         400,
         'VALIDATION_ERROR',
       );
+    });
+
+    it('should show the new user in a cached users list at once and publish the collection event (D37)', async () => {
+      const root = (await signin(t.app, TENANT.acme, 'root@acme.test')).token;
+      const listUsers = async () =>
+        (
+          await t.app.inject({
+            method: 'GET',
+            url: '/api/v1/users?limit=500',
+            headers: authHeaders(TENANT.acme, root),
+          })
+        ).json().data.records as Array<{ id: number; email_id: string }>;
+      // The list is now cached (D27, 300 s).
+      const before = await listUsers();
+      const events: unknown[] = [];
+      const off = t.app.get(CollectionEventsService).subscribe((event) => {
+        events.push(event);
+      });
+      try {
+        const email = newEmail('listed');
+        const { code } = await codeFor(TENANT.acme, email);
+        const res = await post('create-account', TENANT.acme, {
+          email_id: email,
+          otp: code,
+          password: PASSWORD,
+        });
+        expect(res.statusCode).toBe(200);
+        const userId = res.json().data.user_id as number;
+        const after = await listUsers();
+        expect(after.map((u) => u.email_id)).toEqual([...before.map((u) => u.email_id), email]);
+        await waitForCondition(() => events.length > 0);
+        expect(events).toContainEqual(
+          expect.objectContaining({
+            type: 'created',
+            entityCode: 'users',
+            tenantId: TENANT.acme,
+            id: userId,
+          }),
+        );
+      } finally {
+        off();
+      }
     });
 
     it('should create the account with the session link in its tenant', async () => {

@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
@@ -291,10 +291,11 @@ describe('Tenant proxy (D7)', () => {
 
 describe('Tenant proxy failures', () => {
   it('should answer 502 in the envelope when the service is down', async () => {
-    const closed = Fastify({ logger: false });
-    await closed.listen({ host: '127.0.0.1', port: 0 });
-    const deadPort = portOf(closed);
-    await closed.close();
+    // The upstream holds its port (so no parallel test can bind it and answer
+    // in its place) and resets every connection, as a crashed service does.
+    const dead = createServer((socket) => socket.resetAndDestroy());
+    await new Promise<void>((resolve) => dead.listen(0, '127.0.0.1', resolve));
+    const deadPort = (dead.address() as AddressInfo).port;
     const proxy = await buildTenantProxy({
       upstream: `http://127.0.0.1:${deadPort}`,
       baseDomain: 'localhost',
@@ -314,6 +315,7 @@ describe('Tenant proxy failures', () => {
       });
     } finally {
       await proxy.close();
+      await new Promise((resolve) => dead.close(resolve));
     }
   });
 

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DatabaseService } from '../../src/database/database.service';
-import { EntityWriteRepository } from '../../src/entity/entity-write.repository';
-import { valueLockName } from '../../src/entity/value-lock';
+import { RecordsWriteRepository } from '../../src/records/records-write.repository';
+import { valueLockName } from '../../src/database/dialect/value-lock';
 import { authHeaders, signin, TENANT } from '../support/auth';
 import { startTestApp, TestApp } from '../support/test-app';
 import { testDialect } from '../support/test-database';
@@ -28,7 +28,7 @@ describe('Unique-value locks (WRITE_LOCK_TIMEOUT_MS)', () => {
 
   /** Another writer: holds the lock of `email` (as a create would), inserts it, commits after `holdMs`. */
   function competingCreate(email: string, holdMs: number): { locked: Promise<void>; done: Promise<void> } {
-    const repository = t.app.get(EntityWriteRepository);
+    const repository = t.app.get(RecordsWriteRepository);
     let signal!: () => void;
     const locked = new Promise<void>((resolve) => (signal = resolve));
     const done = repository.transaction(t.app.get(DatabaseService).dataSource, async (tx) => {

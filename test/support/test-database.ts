@@ -15,6 +15,11 @@ export function testDialect(): TestDialect {
   throw new Error(`TEST_DB must be sqlite, postgres or mariadb (got ${v})`);
 }
 
+/** The machine's Redis, for the tests that are about Redis itself and run on every set-up. */
+export function realRedisUrl(): string {
+  return process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0';
+}
+
 /** Redis URL for tests that run against Redis (TEST_CACHE=redis), otherwise undefined = in-process. */
 export function testCacheUrl(): string | undefined {
   return (process.env.TEST_CACHE ?? '').toLowerCase() === 'redis'

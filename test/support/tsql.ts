@@ -263,6 +263,8 @@ export const PARSER_GAPS = {
   foreignKeyInAlterTable: 'ALTER TABLE "t" ADD CONSTRAINT "FK_t_a" FOREIGN KEY ("a") REFERENCES "u" ("b")',
   /** DROP CONSTRAINT only accepts an undelimited name. */
   delimitedDropConstraint: 'ALTER TABLE "t" DROP CONSTRAINT "FK_t_a"',
+  /** LIKE … ESCAPE (valid T-SQL since SQL Server 2000): rewritten by withoutLikeEscape. */
+  likeEscape: `SELECT "a" FROM "t" WHERE LOWER("a") LIKE @0 ESCAPE '!'`,
   /** OFFSET without FETCH (what TypeORM emits for .offset() without .limit()). No rewrite yet. */
   offsetWithoutFetch: 'SELECT "a" FROM "t" ORDER BY "a" OFFSET 10 ROWS',
 } as const;
@@ -471,4 +473,12 @@ export interface ParsedDdl extends NormalisedStatement {
 export function parseTypeormMssqlDdl(sql: string): ParsedDdl {
   const normalised = normaliseTypeormMssqlDdl(sql);
   return { ...normalised, asts: normalised.forParser.flatMap((s) => parseTsql(s)) };
+}
+
+/**
+ * PARSER_GAPS.likeEscape: the statement with every `ESCAPE '<c>'` after a LIKE pattern removed,
+ * so node-sql-parser can read the rest; the escape character itself is checked by the caller.
+ */
+export function withoutLikeEscape(sql: string): string {
+  return sql.replace(/ ESCAPE '.'/g, '');
 }

@@ -5,6 +5,14 @@ import { AuthorizationError } from '../errors/app-error';
 import { BEARER_SCHEME, TENANT_HEADER_SCHEME } from '../http/api-docs';
 import type { AuthUser, TenantContext } from '../request-context';
 
+/** What the guards put on the request: the tenant (TenantGuard) and the user (JwtAuthGuard). */
+declare module 'fastify' {
+  interface FastifyRequest {
+    tenant?: TenantContext;
+    user?: AuthUser;
+  }
+}
+
 export const NO_TENANT = 'mtb:noTenant';
 export const REQUIRED_PERMISSION = 'mtb:requiredPermission';
 export const REQUIRED_FEATURE = 'mtb:requiredFeature';
@@ -45,3 +53,8 @@ export const CurrentUser = createParamDecorator((_: unknown, ctx: ExecutionConte
   if (!user) throw new AuthorizationError('No user context');
   return user;
 });
+
+/** The request's id (D19), for use cases that record it (audit rows, jobs). */
+export const RequestId = createParamDecorator(
+  (_: unknown, ctx: ExecutionContext): string => ctx.switchToHttp().getRequest<FastifyRequest>().id,
+);

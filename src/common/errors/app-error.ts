@@ -23,10 +23,23 @@ export interface FieldError {
   error: string;
 }
 
+/** Problems listed in one error answer; the rest are counted, so a hostile body cannot inflate it. */
+export const MAX_LISTED_PROBLEMS = 50;
+
 export class ValidationError extends AppError {
   constructor(message: string, details: unknown = null) {
-    super('VALIDATION_ERROR', message, details);
+    super('VALIDATION_ERROR', message, capped(details));
   }
+}
+
+function capped(details: unknown): unknown {
+  if (!Array.isArray(details) || details.length <= MAX_LISTED_PROBLEMS) return details;
+  const list = details as unknown[];
+  const more = list.length - MAX_LISTED_PROBLEMS;
+  return [
+    ...list.slice(0, MAX_LISTED_PROBLEMS),
+    { field: '*', error: `${more} more problem${more === 1 ? '' : 's'} not listed` },
+  ];
 }
 
 export class NotFoundError extends AppError {

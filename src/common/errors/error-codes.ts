@@ -11,13 +11,22 @@ export const ERROR_STATUS = {
   FEATURE_DISABLED: 403,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
+  /** The connection sent no complete request in time (Node's requestTimeout). */
+  REQUEST_TIMEOUT: 408,
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
+  /** A path parameter over the router's limit, or a request line over Node's header size limit. */
+  URI_TOO_LONG: 414,
+  /** A body that is not `application/json` (UTF-8) on a JSON route. */
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
+  /** The request's headers exceed Node's header size limit (maxHeaderSize, 16 KiB). */
+  HEADERS_TOO_LARGE: 431,
   SERVICE_ERROR: 500,
   NOT_IMPLEMENTED: 501,
   NOT_READY: 503,
+  /** The database cannot be reached (connection-level failure); retry after Retry-After. */
+  DATABASE_UNAVAILABLE: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -35,14 +44,20 @@ export function codeForStatus(status: number): ErrorCode {
       return 'NOT_FOUND';
     case 405:
       return 'METHOD_NOT_ALLOWED';
+    case 408:
+      return 'REQUEST_TIMEOUT';
     case 409:
       return 'CONFLICT';
     case 413:
       return 'PAYLOAD_TOO_LARGE';
+    case 414:
+      return 'URI_TOO_LONG';
     case 415:
       return 'UNSUPPORTED_MEDIA_TYPE';
     case 429:
       return 'RATE_LIMITED';
+    case 431:
+      return 'HEADERS_TOO_LARGE';
     case 501:
       return 'NOT_IMPLEMENTED';
     case 503:

@@ -1,7 +1,7 @@
 import { DEMO_ENTITIES, DEMO_PROFILES } from '../../database/seed/demo-data';
 import type { FieldDef } from '../../registry/registry.types';
 import { EntityPolicy, normalisePolicy, PolicyError, validatePolicyAgainstFields } from './policy.model';
-import { parseRowFilter } from './row-filter';
+import { parseRowFilter } from '../row-filter';
 
 function demoFields(entityCode: string): FieldDef[] {
   const entity = DEMO_ENTITIES.find((e) => e.code === entityCode);

@@ -1,0 +1,163 @@
+import { CanActivate, ExecutionContext, Injectable, OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost, Reflector } from '@nestjs/core';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { LRUCache } from 'lru-cache';
+import { createHash } from 'node:crypto';
+import {
+  RateLimiterAbstract,
+  RateLimiterMemory,
+  RateLimiterRedis,
+  RateLimiterRes,
+} from 'rate-limiter-flexible';
+import { TokenService } from '../../auth/token.service';
+import { CacheService } from '../../cache/cache.service';
+import { RedisCacheStore } from '../../cache/redis-cache.store';
+import { NO_TENANT } from '../decorators/context.decorators';
+import { IS_PUBLIC } from '../decorators/public.decorator';
+import { AppError } from '../errors/app-error';
+import { clientAddressKey } from './client-address';
+import type { AppConfig } from '../../config/config.schema';
+import { InjectConfig } from '../../config/inject-config.decorator';
+
+/** Addresses remembered as blocked at once in one process; an LRU, so a flood of them is bounded. */
+const MAX_BLOCKED_ADDRESSES = 100_000;
+
+/** As JwtAuthGuard reads the Authorization header. */
+const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/;
+
+/**
+ * Per-client-address limits (issue 9, finding 3): traffic that is not authenticated is counted by
+ * the client address (`request.ip`), never against the tenant, so no one can spend a tenant's D39
+ * budget without a valid token. Runs as the first global guard.
+ *
+ *  - **Failure budget.** Every 4xx answered to a request that ended without an authenticated user
+ *    (a 401 of any code, the tenant header's 400/404/403, a 403 before the user was set, an
+ *    unknown route, a failed sign-in…) costs its address one point; 429s are not counted. Once the
+ *    budget is used up, further requests from the address answer `429 RATE_LIMITED` with
+ *    Retry-After until the window ends — unless they carry a bearer token that verifies
+ *    (signature, expiry, shape: TokenService.verify), so the real users behind a shared address
+ *    (NAT) keep working; JwtAuthGuard then checks such a token fully as always.
+ *  - **Public routes** (@Public() tenant routes: tenant-config, sign-in, sign-up) have a budget
+ *    per address of their own. Probes and metrics (@NoTenant()) are not limited.
+ *
+ * Cost: on the hot path (a protected route, address not blocked) one LRU lookup and a metadata
+ * read, no I/O. The failure points are consumed after the answer has been sent (onResponse), on
+ * Redis when configured so that every instance shares them; an instance learns that an address is
+ * blocked from the answer of its own next consume and remembers it in memory until the window
+ * ends, so a blocked address costs no Redis round trip either. Public routes consume one point
+ * (one Redis round trip) per request.
+ */
+@Injectable()
+export class AddressLimitGuard implements CanActivate, OnModuleInit {
+  private readonly publicLimiter: RateLimiterAbstract;
+  private readonly failureLimiter: RateLimiterAbstract;
+  /** Address key → epoch ms until which its failure budget is used up. */
+  private readonly blocked = new LRUCache<string, number>({ max: MAX_BLOCKED_ADDRESSES });
+
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly tokens: TokenService,
+    private readonly adapterHost: HttpAdapterHost,
+    cache: CacheService,
+    @InjectConfig() config: AppConfig,
+  ) {
+    const limits = config.rateLimit;
+    const limiter = (name: string, points: number, duration: number): RateLimiterAbstract => {
+      const options = { keyPrefix: `${cache.keys.prefix}:${name}`, points, duration };
+      return cache.store instanceof RedisCacheStore
+        ? new RateLimiterRedis({
+            ...options,
+            storeClient: cache.store.client,
+            useRedisPackage: false,
+            // A cache outage must not take the API down: fall back to a per-process count.
+            insuranceLimiter: new RateLimiterMemory(options),
+          })
+        : new RateLimiterMemory(options);
+    };
+    this.publicLimiter = limiter('rate-public', limits.publicPoints, limits.publicWindowS);
+    this.failureLimiter = limiter('rate-fail-addr', limits.failurePoints, limits.failureWindowS);
+  }
+
+  onModuleInit(): void {
+    const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
+    fastify.addHook('onResponse', (request, reply, done) => {
+      const status = reply.statusCode;
+      // 429s (this guard's own, the tenant's, sign-in throttling) are limits at work, not failures.
+      if (status >= 400 && status < 500 && status !== 429 && !request.user)
+        void this.recordFailure(clientAddressKey(request.ip));
+      done();
+    });
+  }
+
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(NO_TENANT, targets)) return true;
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    const address = clientAddressKey(request.ip);
+
+    const blockedUntil = this.blockedUntil(address);
+    if (blockedUntil !== undefined && !this.carriesValidToken(request)) {
+      throw tooMany(blockedUntil - Date.now(), 'Too many failed requests from this address; try again later');
+    }
+    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets)) return this.consumePublic(address);
+    return true;
+  }
+
+  /** Epoch ms until which the address is blocked, or undefined. In memory only. */
+  private blockedUntil(address: string): number | undefined {
+    const until = this.blocked.get(address);
+    if (until === undefined) return undefined;
+    if (until > Date.now()) return until;
+    this.blocked.delete(address);
+    return undefined;
+  }
+
+  /** A bearer token that verifies (pure signature and shape check; no I/O). */
+  private carriesValidToken(request: FastifyRequest): boolean {
+    const header = request.headers.authorization;
+    const match = typeof header === 'string' ? BEARER.exec(header.trim()) : null;
+    if (!match) return false;
+    try {
+      this.tokens.verify(match[1]);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private async consumePublic(address: string): Promise<boolean> {
+    try {
+      await this.publicLimiter.consume(limiterKey(address));
+      return true;
+    } catch (rejection) {
+      if (!(rejection instanceof RateLimiterRes)) return true; // the store failed: do not refuse
+      throw tooMany(rejection.msBeforeNext, 'Too many requests from this address; try again later');
+    }
+  }
+
+  /** One failure point for the address; remembers the address as blocked once the budget is used up. */
+  private async recordFailure(address: string): Promise<void> {
+    // Already known to be blocked until the window ends: nothing more to learn.
+    if (this.blockedUntil(address) !== undefined) return;
+    try {
+      const res = await this.failureLimiter.consume(limiterKey(address));
+      if (res.remainingPoints <= 0) this.block(address, res.msBeforeNext);
+    } catch (rejection) {
+      if (rejection instanceof RateLimiterRes) this.block(address, rejection.msBeforeNext);
+    }
+  }
+
+  private block(address: string, msBeforeNext: number): void {
+    this.blocked.set(address, Date.now() + Math.max(1000, msBeforeNext));
+  }
+}
+
+/** Limiter keys carry no address in clear text (Redis keys show up in tooling). */
+function limiterKey(address: string): string {
+  return createHash('sha256').update(address).digest('hex').slice(0, 32);
+}
+
+function tooMany(msBeforeNext: number, message: string): AppError {
+  const retryAfter = String(Math.max(1, Math.ceil(msBeforeNext / 1000)));
+  return new AppError('RATE_LIMITED', message, null, {}, { 'Retry-After': retryAfter });
+}

@@ -1,0 +1,261 @@
+import { decodeKey32, parseDurationSeconds } from './parse';
+import { bool, int, oneOf, text, verbatim } from './variable';
+
+/**
+ * Every environment variable the service reads, one declaration each: name, default, description,
+ * secret flag and rule (STYLE; twenty's config-variables.ts). The order is `.env.example`'s.
+ * `loadConfig` (config.schema.ts) reads them all and assembles the typed AppConfig; rules that
+ * involve several variables (secrets in production, per-dialect defaults) live there.
+ */
+export const VARS = {
+  NODE_ENV: oneOf('NODE_ENV', ['development', 'production', 'test'] as const, {
+    description: 'development | production | test',
+    default: 'development',
+  }),
+  API_HOST: text('API_HOST', { description: 'Interface the HTTP server binds to', default: '0.0.0.0' }),
+  API_PORT: int('API_PORT', { description: 'HTTP port (spec §8)', default: '8008', min: 0, max: 65535 }),
+  PUBLIC_URL: text('PUBLIC_URL', {
+    description: 'URL printed in the banner and docs; defaults to http://localhost:API_PORT',
+  }),
+  TRUST_PROXY: text('TRUST_PROXY', {
+    description:
+      'Peers whose X-Forwarded-For gives the client address: true | false | loopback | comma list of addresses/CIDRs',
+    default: 'loopback',
+  }),
+  CORS_ORIGINS: text('CORS_ORIGINS', {
+    description:
+      'CORS (D44): comma list of origins, or * for any origin without credentials; unset = none in production, http://localhost:* in development',
+  }),
+  LOG_LEVEL: oneOf('LOG_LEVEL', ['info', 'debug', 'warn', 'error'] as const, {
+    description: 'debug | info | warn | error',
+    default: 'info',
+  }),
+  LOG_FORMAT: oneOf('LOG_FORMAT', ['auto', 'json', 'pretty'] as const, {
+    description: 'json | pretty | auto (pretty on a terminal outside production)',
+    default: 'auto',
+  }),
+  DB_TYPE: oneOf('DB_TYPE', ['sqlite', 'postgres', 'mariadb', 'mysql', 'mssql'] as const, {
+    description: 'sqlite | postgres | mariadb | mysql | mssql (D1)',
+    default: 'sqlite',
+  }),
+  DB_HOST: text('DB_HOST', { description: 'Database host (server dialects)', default: '127.0.0.1' }),
+  DB_PORT: int('DB_PORT', {
+    description: 'Database port; defaults to 5432 / 3306 / 1433 by dialect',
+    min: 1,
+    max: 65535,
+  }),
+  DB_USER: text('DB_USER', { description: 'Database user; defaults to postgres / root / sa by dialect' }),
+  DB_PASSWORD: verbatim('DB_PASSWORD', { description: 'Database password', default: '', secret: true }),
+  DB_NAME: text('DB_NAME', {
+    description: 'Database name; for sqlite the file (default ./data/app.sqlite, else mtb)',
+  }),
+  DB_RUN_MIGRATIONS: bool('DB_RUN_MIGRATIONS', {
+    description: 'Run pending migrations at start-up',
+    default: 'true',
+  }),
+  DB_POOL_MAX: int('DB_POOL_MAX', {
+    description: 'Connection pool maximum (spec §8 example)',
+    default: '100',
+    min: 1,
+  }),
+  DB_POOL_MIN: int('DB_POOL_MIN', { description: 'Connection pool minimum', default: '10', min: 0 }),
+  DB_POOL_IDLE_TIMEOUT_MS: int('DB_POOL_IDLE_TIMEOUT_MS', {
+    description: 'Idle connection timeout',
+    default: '30000',
+    min: 0,
+  }),
+  DB_POOL_ACQUIRE_TIMEOUT_MS: int('DB_POOL_ACQUIRE_TIMEOUT_MS', {
+    description: 'Pool acquire timeout',
+    default: '60000',
+    min: 1,
+  }),
+  DB_ENCRYPT: bool('DB_ENCRYPT', { description: 'SQL Server: encrypt the connection', default: 'true' }),
+  DB_TRUST_SERVER_CERTIFICATE: bool('DB_TRUST_SERVER_CERTIFICATE', {
+    description: 'SQL Server: accept a self-signed certificate',
+    default: 'false',
+  }),
+  SQL_CONNECTION_TIMEOUT: int('SQL_CONNECTION_TIMEOUT', {
+    description: 'Per connect attempt, ms',
+    default: '120000',
+    min: 1,
+  }),
+  SQL_CONNECT_MAX_ATTEMPTS: int('SQL_CONNECT_MAX_ATTEMPTS', {
+    description: 'Connect attempts on transient errors, with backoff',
+    default: '25',
+    min: 1,
+  }),
+  SQL_CONCURRENT_WAIT_TIMEOUT_MS: int('SQL_CONCURRENT_WAIT_TIMEOUT_MS', {
+    description: 'Wait for a connect already in progress, ms',
+    default: '180000',
+    min: 0,
+  }),
+  SQL_RESUME_MAX_WAIT_MS: int('SQL_RESUME_MAX_WAIT_MS', {
+    description: 'Total time the externalDbs routine may retry, ms',
+    default: '180000',
+    min: 0,
+  }),
+  SQL_EXTERNAL_CONNECT_TIMEOUT_MS: int('SQL_EXTERNAL_CONNECT_TIMEOUT_MS', {
+    description: 'Connect timeout for external connections; falls back to SQL_CONNECTION_TIMEOUT',
+    min: 1,
+  }),
+  CACHE_URL: text('CACHE_URL', {
+    description: 'redis://host:port/db for Redis; unset = in-process cache (D2)',
+    secret: true,
+    rule: (v) => (/^rediss?:\/\/./.test(v) ? undefined : 'must start with redis:// or rediss://'),
+  }),
+  CACHE_KEY_PREFIX: text('CACHE_KEY_PREFIX', {
+    description: 'Prefix of every cache key (D2)',
+    default: 'mtb',
+  }),
+  CACHE_STARTUP_MAX_ATTEMPTS: int('CACHE_STARTUP_MAX_ATTEMPTS', {
+    description: 'Connect + PING attempts at start-up (spec §3.3)',
+    default: '20',
+    min: 1,
+  }),
+  CACHE_STARTUP_RETRY_MS: int('CACHE_STARTUP_RETRY_MS', {
+    description: 'First retry delay of the cache start-up loop (doubles, max 5 s)',
+    default: '500',
+    min: 1,
+  }),
+  JWT_SECRET: text('JWT_SECRET', {
+    description: 'HS256 secret, at least 32 bytes outside development (D13)',
+    secret: true,
+  }),
+  JWT_EXPIRES_IN: text('JWT_EXPIRES_IN', {
+    description: 'Token lifetime: seconds or 30m / 24h / 7d',
+    default: '24h',
+    rule: (v) =>
+      parseDurationSeconds(v) === undefined
+        ? `must be seconds or a duration such as 30m, 24h, 7d (got "${v}")`
+        : undefined,
+  }),
+  TENANT_ENCRYPTION_KEY: text('TENANT_ENCRYPTION_KEY', {
+    description: '32-byte key, 64 hex chars or base64; shared with the proxy (D5)',
+    secret: true,
+  }),
+  CONNECTION_ENCRYPTION_KEY: text('CONNECTION_ENCRYPTION_KEY', {
+    description: 'Key for app_connections strings; falls back to TENANT_ENCRYPTION_KEY (D3)',
+    secret: true,
+    rule: (v) => (decodeKey32(v) ? undefined : 'must be 32 bytes as 64 hex characters or base64 (D3)'),
+  }),
+  TENANT_HEADER_MAX_AGE_S: int('TENANT_HEADER_MAX_AGE_S', {
+    description: 'Reject tenant headers older than this; 0 = off (D6)',
+    default: '0',
+    min: 0,
+  }),
+  RATE_LIMIT_POINTS: int('RATE_LIMIT_POINTS', {
+    description: 'Requests per tenant per window (D39)',
+    default: '1000',
+    min: 1,
+  }),
+  RATE_LIMIT_WINDOW_S: int('RATE_LIMIT_WINDOW_S', {
+    description: 'Rate-limit window, seconds (D39)',
+    default: '10',
+    min: 1,
+  }),
+  PUBLIC_RATE_LIMIT_POINTS: int('PUBLIC_RATE_LIMIT_POINTS', {
+    description:
+      'Requests to public tenant routes (tenant-config, signin, signup-otp, create-account) per client address per window',
+    default: '300',
+    min: 1,
+  }),
+  PUBLIC_RATE_LIMIT_WINDOW_S: int('PUBLIC_RATE_LIMIT_WINDOW_S', {
+    description: 'Window of the public-route limit, seconds',
+    default: '60',
+    min: 1,
+  }),
+  ADDRESS_FAILURE_POINTS: int('ADDRESS_FAILURE_POINTS', {
+    description:
+      '4xx answers to requests without an authenticated user, per client address per window; then that address needs a valid token (429 otherwise)',
+    default: '100',
+    min: 1,
+  }),
+  ADDRESS_FAILURE_WINDOW_S: int('ADDRESS_FAILURE_WINDOW_S', {
+    description: 'Window of the per-address failure budget, seconds',
+    default: '60',
+    min: 1,
+  }),
+  BODY_LIMIT_BYTES: int('BODY_LIMIT_BYTES', {
+    description: 'Largest request body; larger → 413 (D39)',
+    default: '1048576',
+    min: 1024,
+  }),
+  WRITE_LOCK_TIMEOUT_MS: int('WRITE_LOCK_TIMEOUT_MS', {
+    description: 'Longest wait of an entity write for the lock of a unique value; then 409',
+    default: '10000',
+    min: 1,
+  }),
+  EXPORT_TTL_S: int('EXPORT_TTL_S', {
+    description: 'How long exports stay downloadable (D32)',
+    default: '3600',
+    min: 1,
+  }),
+  EXPORT_STORE: oneOf('EXPORT_STORE', ['directory', 'database'] as const, {
+    description:
+      'Where exports are kept: directory (EXPORT_DIR, one instance) | database (any instance serves any download) (D48)',
+    default: 'directory',
+  }),
+  EXPORT_DIR: text('EXPORT_DIR', {
+    description: 'Where exports are kept in the embedded default (D32)',
+    default: './data/exports',
+  }),
+  SMTP_URL: text('SMTP_URL', {
+    description: 'smtp://user:pass@host:port for sign-up mail (D15)',
+    secret: true,
+    rule: (v) => (/^smtps?:\/\/./.test(v) ? undefined : 'must start with smtp:// or smtps://'),
+  }),
+  MAIL_FROM: text('MAIL_FROM', {
+    description: 'Sender (From) of sign-up mail: address or "Name <address>" (D15)',
+    default: 'no-reply@localhost',
+    rule: (v) =>
+      /^[^@\s<>]+@[^@\s<>]+$|<[^@\s<>]+@[^@\s<>]+>$/.test(v)
+        ? undefined
+        : `must be an e-mail address or "Name <address>" (got "${v}")`,
+  }),
+  SEED_DEMO: oneOf('SEED_DEMO', ['auto', 'true', 'false'] as const, {
+    description: 'Seed DEMO.md data at start-up: auto (embedded sqlite outside production) | true | false',
+    default: 'auto',
+  }),
+  DEMO_PASSWORD: text('DEMO_PASSWORD', {
+    description: 'Password of the demo users; required to seed in production',
+    secret: true,
+  }),
+  SHUTDOWN_TIMEOUT_MS: int('SHUTDOWN_TIMEOUT_MS', {
+    description: 'Longest graceful shutdown before the process exits',
+    default: '10000',
+    min: 100,
+  }),
+  METRICS_ENABLED: bool('METRICS_ENABLED', {
+    description: 'Serve Prometheus metrics at /metrics',
+    default: 'true',
+  }),
+  PROXY_HOST: text('PROXY_HOST', {
+    description: 'Tenant proxy (npm run proxy, D7): interface it binds to',
+    default: '0.0.0.0',
+  }),
+  PROXY_PORT: int('PROXY_PORT', {
+    description: 'Tenant proxy: HTTP port',
+    default: '8080',
+    min: 0,
+    max: 65535,
+  }),
+  PROXY_UPSTREAM: text('PROXY_UPSTREAM', {
+    description: 'Tenant proxy: URL of the service; defaults to http://127.0.0.1:API_PORT',
+    rule: (v) =>
+      /^https?:\/\/[^/?#\s]+\/?$/.test(v) ? undefined : `must be http(s)://host[:port] (got "${v}")`,
+  }),
+  PROXY_BASE_DOMAIN: text('PROXY_BASE_DOMAIN', {
+    description: 'Tenant proxy: Host <tenant_code>.<this> selects the tenant',
+    default: 'localhost',
+  }),
+  PROXY_TENANT_CACHE_TTL_S: int('PROXY_TENANT_CACHE_TTL_S', {
+    description: 'Tenant proxy: how long a tenant code lookup is cached, seconds',
+    default: '30',
+    min: 0,
+  }),
+  PROXY_TENANT_MISS_TTL_S: int('PROXY_TENANT_MISS_TTL_S', {
+    description: 'Tenant proxy: how long an unknown or inactive tenant code is cached, seconds',
+    default: '5',
+    min: 0,
+  }),
+} as const;

@@ -1,0 +1,55 @@
+import { AppError, ConflictError, ValidationError } from '../../common/errors/app-error';
+import type { EntityInfo } from '../../registry/registry.types';
+
+/**
+ * The column a NOT NULL violation names, from the driver's error (PostgreSQL's `column`, or the
+ * message of SQLite, MariaDB/MySQL and SQL Server); undefined when it cannot be told.
+ */
+function notNullColumn(d: Record<string, unknown>): string | undefined {
+  if (typeof d.column === 'string') return d.column;
+  const message = typeof d.message === 'string' ? d.message : '';
+  const m =
+    /NOT NULL constraint failed: [\w.]*?\.?(\w+)$/.exec(message) ??
+    /Column '(\w+)' cannot be null/.exec(message) ??
+    /value NULL into column '(\w+)'/.exec(message);
+  return m?.[1];
+}
+
+/** A DB constraint error turned into the service's codes; anything else is rethrown as is. */
+export function translateDbError(err: unknown, entity: EntityInfo): unknown {
+  if (err instanceof AppError) return err;
+  const e = err as { driverError?: Record<string, unknown> } & Record<string, unknown>;
+  const d = e?.driverError ?? e ?? {};
+  const code = typeof d.code === 'string' ? d.code : '';
+  const errno = Number(d.errno ?? d.number ?? NaN);
+  if (
+    code === '23505' ||
+    code === 'ER_DUP_ENTRY' ||
+    errno === 2627 ||
+    errno === 2601 ||
+    /^SQLITE_CONSTRAINT_(UNIQUE|PRIMARYKEY)$/.test(code)
+  )
+    return new ConflictError('A record with the same unique values already exists');
+  // A deadlock or serialization failure: nothing was written, the same request may simply be retried.
+  if (code === '40P01' || code === '40001' || errno === 1213 || errno === 1205)
+    return new ConflictError('The record is busy with a concurrent change; retry');
+  if (code === '23502' || errno === 1048 || errno === 515 || code === 'SQLITE_CONSTRAINT_NOTNULL') {
+    // A column the registry leaves optional but the table does not (users.status, say).
+    const column = notNullColumn(d);
+    const field = entity.fields.find((f) => f.column === column)?.name ?? 'body';
+    return new ValidationError('Validation failed', [{ field, error: 'must not be null' }]);
+  }
+  if (code === '23503' || errno === 1452 || errno === 547 || code === 'SQLITE_CONSTRAINT_FOREIGNKEY')
+    return new ValidationError('Validation failed', [
+      { field: 'body', error: 'references a record that does not exist' },
+    ]);
+  if (code === '23514' || errno === 3819 || errno === 4025 || code === 'SQLITE_CONSTRAINT_CHECK')
+    return new ValidationError('Validation failed', [
+      { field: 'body', error: 'a value breaks a rule of the table' },
+    ]);
+  if (/^22/.test(code) || [1264, 1265, 1292, 1366, 1406, 8115, 8152].includes(errno))
+    return new ValidationError('Validation failed', [
+      { field: 'body', error: 'a value does not fit its column' },
+    ]);
+  return err;
+}

@@ -1,0 +1,178 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiQuery, type SchemaObject } from '@nestjs/swagger';
+
+/** OpenAPI pieces of the dataview routes (spec §4.4), with examples from the demo grids. */
+
+const META: SchemaObject = {
+  type: 'object',
+  properties: { timestamp: { type: 'string' }, requestId: { type: 'string' } },
+};
+
+export const CONFIG_SCHEMA: SchemaObject = {
+  type: 'object',
+  properties: {
+    success: { type: 'boolean', example: true },
+    data: {
+      type: 'object',
+      properties: {
+        dvc_code: { type: 'string', example: 'customers_grid' },
+        dvc_description: { type: 'string', nullable: true, example: 'Customers' },
+        config: {
+          type: 'object',
+          additionalProperties: true,
+          description:
+            'dvc_config parsed (spec §2.9.1): source, display, columns, filters, sorting, grouping, …',
+        },
+      },
+    },
+    meta: META,
+  },
+};
+
+const ROW: SchemaObject = {
+  type: 'object',
+  additionalProperties: true,
+  description:
+    'The key field, every column with a fieldCode the profile lets the caller see (masked as reads mask), ' +
+    'and lastModified (D42), so a row can be saved with PUT /api/v1/{entity}/{id}',
+  example: {
+    id: 4,
+    name: 'Customer 4',
+    email: 'customer4@acme.example',
+    tier: 'bronze',
+    credit_limit: 4000,
+    lastModified: '2026-01-05T10:00:00.123Z',
+  },
+};
+
+const GROUP: SchemaObject = {
+  type: 'object',
+  properties: {
+    key: { description: 'The group field’s value; null for the rows where it is NULL', example: 'gold' },
+    count: { type: 'integer', example: 10 },
+    aggregates: { type: 'object', additionalProperties: true, example: { credit_limit: 61000 } },
+  },
+};
+
+export const DATA_SCHEMA: SchemaObject = {
+  type: 'object',
+  properties: {
+    success: { type: 'boolean', example: true },
+    data: {
+      description: 'The rows of the page; with groupBy (and no groupKey) the groups, ordered by key',
+      oneOf: [
+        { type: 'array', items: ROW },
+        { type: 'array', items: GROUP },
+      ],
+    },
+    pagination: {
+      description:
+        'Offset dataviews: {page, pageSize, total}; cursor dataviews: {pageSize, nextCursor} (null on the last page). ' +
+        'Absent for groups.',
+      oneOf: [
+        {
+          type: 'object',
+          properties: {
+            page: { type: 'integer', example: 0 },
+            pageSize: { type: 'integer', example: 25 },
+            total: { type: 'integer', example: 50 },
+          },
+        },
+        {
+          type: 'object',
+          properties: {
+            pageSize: { type: 'integer', example: 25 },
+            nextCursor: {
+              type: 'string',
+              nullable: true,
+              example: 'eyJ2IjoxLCJwIjpbWyIyMDI2LTAzLTAxIl0sOTZdfQ.q3J…',
+            },
+          },
+        },
+      ],
+    },
+    aggregates: {
+      type: 'object',
+      additionalProperties: true,
+      description: 'The columns’ aggregateFunction (sum, avg, min, max, count) over the whole filtered set',
+      example: { credit_limit: 187500 },
+    },
+    meta: META,
+  },
+};
+
+const FILTERS_EXAMPLE = JSON.stringify([
+  { fieldCode: 'tier', operator: 'in', value: ['gold', 'silver'] },
+  { fieldCode: 'credit_limit', operator: 'between', value: [1000, 5000] },
+]);
+const SORT_EXAMPLE = JSON.stringify([{ fieldCode: 'credit_limit', direction: 'desc' }]);
+
+/** The query parameters of the data route. */
+export function ApiGridQuery(): MethodDecorator {
+  return applyDecorators(
+    ApiQuery({
+      name: 'page',
+      required: false,
+      type: 'integer',
+      minimum: 0,
+      description: 'Offset dataviews: zero-based page (offset = page * pageSize)',
+      example: 0,
+    }),
+    ApiQuery({
+      name: 'pageSize',
+      required: false,
+      type: 'integer',
+      minimum: 1,
+      description: 'Default display.pageSize; at most the profile’s maxPageSize and source.maxRows',
+      example: 25,
+    }),
+    ApiQuery({
+      name: 'filters',
+      required: false,
+      type: String,
+      description:
+        'JSON array of {fieldCode, operator, value}, applied after the configured defaultFilters. Operators: ' +
+        'equals, not_equals, in, not_in, is_null, is_not_null (all columns); contains, starts_with, ends_with ' +
+        '(text); greater_than, less_than, between [from, to] (numeric, date). Only isFilterable columns. ' +
+        `orders_grid: ${JSON.stringify([{ fieldCode: 'ordered_at', operator: 'between', value: ['2026-01-01', '2026-03-31'] }])}`,
+      example: FILTERS_EXAMPLE,
+    }),
+    ApiQuery({
+      name: 'sort',
+      required: false,
+      type: String,
+      description:
+        'JSON array of {fieldCode, direction: asc|desc}, only isSortable columns; default sorting.defaultSort. ' +
+        'The primary key always ends the sort.',
+      example: SORT_EXAMPLE,
+    }),
+    ApiQuery({
+      name: 'search',
+      required: false,
+      type: String,
+      description: 'Case-blind text searched in the columns marked searchable',
+      example: 'customer1',
+    }),
+    ApiQuery({
+      name: 'cursor',
+      required: false,
+      type: String,
+      description: 'Cursor dataviews (orders_grid): the nextCursor of the previous page; opaque and signed',
+    }),
+    ApiQuery({
+      name: 'groupBy',
+      required: false,
+      type: String,
+      description: 'A fieldCode of grouping.groupableColumns: data becomes [{key, count, aggregates}]',
+      example: 'tier',
+    }),
+    ApiQuery({
+      name: 'groupKey',
+      required: false,
+      type: String,
+      description:
+        'With groupBy: the rows of that one group, paged as usual (a JSON scalar, e.g. null, or text)',
+      example: 'gold',
+    }),
+  );
+}

@@ -1,0 +1,190 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { AuthorizationError, ValidationError } from '../../common/errors/app-error';
+import type { AuthUser, TenantContext } from '../../common/request-context';
+import { ProfileLoaderService } from '../../profile/profile-loader.service';
+import type { Row } from '../../records/records-read.repository';
+import { AggregateRecords } from '../../records/use-cases/aggregate-records';
+import { PageRecords } from '../../records/use-cases/read-records';
+import type { EntityInfo } from '../../registry/registry.types';
+import { DataviewConfigService } from '../config/dataview-config.service';
+import { EXPORT_STORE, type ExportStore } from '../download/export-store';
+import { gridConfigOf } from '../grid/grid-config';
+import { kindOf, planGrid } from '../grid/grid-query';
+import { CsvRenderer } from './csv.renderer';
+import {
+  CellKind,
+  ExportColumn,
+  ExportFormat,
+  exportFilename,
+  ExportInput,
+  ExportMeta,
+  ExportRenderer,
+} from './export-model';
+import type { ExportRequest } from './export-request';
+import { PdfRenderer } from './pdf.renderer';
+import { XlsxRenderer } from './xlsx.renderer';
+import { sourceContext } from '../grid/source-context';
+
+/** Spec §4.4 rule 8: an export holds at most this many rows (and at most the dataview's maxRows). */
+export const MAX_EXPORT_ROWS = 10_000;
+/** Rows per keyset batch (D48). */
+export const EXPORT_BATCH_SIZE = 1_000;
+
+const RENDERERS: Record<ExportFormat, ExportRenderer> = {
+  csv: new CsvRenderer(),
+  excel: new XlsxRenderer(),
+  pdf: new PdfRenderer(),
+};
+
+export interface ExportAnswer {
+  filename: string;
+  downloadUrl: string;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function cellKind(entity: EntityInfo, fieldCode: string): CellKind {
+  const field = entity.fields.find((f) => f.name === fieldCode);
+  if (!field) return 'text';
+  const kind = kindOf(field.type);
+  return kind === 'numeric' ? 'number' : kind === 'date' || kind === 'boolean' ? kind : 'text';
+}
+
+/**
+ * The export columns (spec §2.9.1): the visible columns with a fieldCode the caller may see, in
+ * columnOrder (then configuration order), headed by columnName.
+ */
+export function exportColumns(
+  config: Record<string, unknown>,
+  entity: EntityInfo,
+  rowFields: readonly string[],
+): ExportColumn[] {
+  const seen = new Set(rowFields);
+  const raw = Array.isArray(config.columns) ? (config.columns as unknown[]) : [];
+  return raw
+    .map((c, index) => ({ c, index }))
+    .filter(
+      (x): x is { c: Record<string, unknown>; index: number } =>
+        isObject(x.c) &&
+        typeof x.c.fieldCode === 'string' &&
+        x.c.isVisible !== false &&
+        seen.has(x.c.fieldCode),
+    )
+    .sort((a, b) => {
+      const oa = typeof a.c.columnOrder === 'number' ? a.c.columnOrder : Number.MAX_SAFE_INTEGER;
+      const ob = typeof b.c.columnOrder === 'number' ? b.c.columnOrder : Number.MAX_SAFE_INTEGER;
+      return oa - ob || a.index - b.index;
+    })
+    .map(({ c }) => {
+      const fieldCode = c.fieldCode as string;
+      const width = typeof c.columnWidth === 'number' && c.columnWidth > 0 ? c.columnWidth : null;
+      return {
+        fieldCode,
+        header: typeof c.columnName === 'string' && c.columnName !== '' ? c.columnName : fieldCode,
+        widthPx: width,
+        kind: cellKind(entity, fieldCode),
+      };
+    });
+}
+
+/**
+ * POST /api/v1/dataviews/{code}/export (spec §4.4 rule 8, D32, D48): the dataview's rows under the
+ * request's filters, sort and search — planned exactly as the data route plans them — read through
+ * the records core in keyset batches (so with the same scope, row filter, projection and masking),
+ * at most min(source.maxRows, 10,000), rendered as CSV, XLSX or PDF into the export store.
+ */
+@Injectable()
+export class ExportDataview {
+  constructor(
+    private readonly configs: DataviewConfigService,
+    private readonly profiles: ProfileLoaderService,
+    private readonly pages: PageRecords,
+    private readonly aggregates: AggregateRecords,
+    @Inject(EXPORT_STORE) private readonly store: ExportStore,
+  ) {}
+
+  async execute(
+    tenant: TenantContext,
+    user: AuthUser,
+    requestId: string,
+    code: string,
+    request: ExportRequest,
+  ): Promise<ExportAnswer> {
+    // The route is guarded by the `export` feature; the dataviews feature is needed too (D10).
+    if (tenant.features.dataviews === false)
+      throw new AuthorizationError('Feature dataviews is disabled for this tenant', 'FEATURE_DISABLED');
+    const def = await this.configs.get(tenant.id, code);
+    const settings = isObject(def.config.export) ? def.config.export : {};
+    if (settings.enableExport !== true)
+      throw new ValidationError('Invalid export request', [
+        { field: 'format', error: 'export is disabled for this dataview' },
+      ]);
+    const formats = Array.isArray(settings.exportFormats) ? (settings.exportFormats as unknown[]) : [];
+    if (!formats.includes(request.format))
+      throw new ValidationError('Invalid export request', [
+        {
+          field: 'format',
+          error: `this dataview exports ${formats.filter((f) => typeof f === 'string').join(', ') || 'nothing'}`,
+        },
+      ]);
+
+    const ctx = await sourceContext(this.profiles, { tenantId: tenant.id, user, requestId }, def, {
+      export: true,
+    });
+    const grid = gridConfigOf(def.config);
+    const plan = planGrid(grid, ctx.entity, ctx.policy, request.grid);
+    const columns = exportColumns(def.config, ctx.entity, plan.rowFields);
+    const limit = Math.min(grid.maxRows, MAX_EXPORT_ROWS);
+    const pages = this.pages;
+    async function* batches(): AsyncGenerator<Row[]> {
+      let left = limit;
+      const size = Math.min(EXPORT_BATCH_SIZE, limit);
+      for await (const batch of pages.stream(ctx, plan.query, size, plan.permissions)) {
+        yield batch.length > left ? batch.slice(0, left) : batch;
+        left -= batch.length;
+        if (left <= 0) return;
+      }
+    }
+    const now = new Date();
+    const meta: ExportMeta = {
+      dataviewCode: def.code,
+      dataviewName:
+        typeof def.config.dataviewName === 'string' ? def.config.dataviewName : (def.description ?? def.code),
+      filters: plan.query.filters.map((f) => ({
+        fieldCode: f.field,
+        operator: f.operator,
+        ...(f.value === undefined ? {} : { value: f.value }),
+      })),
+      sort: plan.query.sort.map((s) => ({ fieldCode: s.field, direction: s.direction })),
+      search: plan.query.search?.text ?? null,
+      exportedBy: user.email,
+      exportedAt: now,
+    };
+    const input: ExportInput = {
+      columns,
+      batches: batches(),
+      meta,
+      written: { rows: 0 },
+      ...(plan.aggregates.length > 0
+        ? {
+            aggregates: async () =>
+              (await this.aggregates.totals(ctx, plan.query, plan.aggregates, plan.permissions)).aggregates,
+          }
+        : {}),
+    };
+    const renderer = RENDERERS[request.format];
+    const filename = exportFilename(
+      typeof settings.exportFilename === 'string' ? settings.exportFilename : undefined,
+      def.code,
+      now,
+      renderer.extension,
+    );
+    const id = await this.store.save(
+      { tenantId: tenant.id, filename, contentType: renderer.contentType, createdBy: user.userId },
+      (out) => renderer.render(input, out),
+    );
+    return { filename, downloadUrl: `/api/v1/downloads/${id}` };
+  }
+}

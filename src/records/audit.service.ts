@@ -1,0 +1,64 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { QueryRunner } from 'typeorm';
+import type { AuditPolicy } from '../profile/policy/policy.model';
+import { RecordsWriteRepository } from './records-write.repository';
+import { toDbTimestamp } from '../database/dialect/timestamps';
+
+export type EntityAuditEvent = 'entity.created' | 'entity.updated' | 'entity.deleted';
+
+export interface EntityAuditEntry {
+  event: EntityAuditEvent;
+  tenantId: string;
+  userId: number;
+  entityCode: string;
+  recordId: number;
+  /** Field values before the change (hidden fields never included); null on create. */
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown> | null;
+  requestId: string;
+  /** Epoch ms of the change. */
+  at: number;
+}
+
+/** Whether the profile's audit flags (spec 2.6.1, D29) ask for this event. */
+export function auditWanted(policy: AuditPolicy, event: EntityAuditEvent): boolean {
+  if (!policy.enabled) return false;
+  return event === 'entity.created'
+    ? policy.logCreations
+    : event === 'entity.updated'
+      ? policy.logUpdates
+      : policy.logDeletions;
+}
+
+/**
+ * Audit of entity mutations (spec §4.3 create 5, update 5, delete 6; §6; D29): a row of
+ * `app_audit_logs` written in the mutation's transaction, and a structured log event once it has
+ * committed. Both follow the profile's audit flags.
+ */
+@Injectable()
+export class EntityAuditService {
+  private readonly logger = new Logger('EntityAudit');
+
+  constructor(private readonly repository: RecordsWriteRepository) {}
+
+  /** The `app_audit_logs` row, inside the transaction of the change. */
+  async record(qr: QueryRunner, entry: EntityAuditEntry): Promise<void> {
+    await this.repository.insertAudit(qr, {
+      aud_tenant_id: Number(entry.tenantId),
+      aud_user_id: entry.userId,
+      aud_event: entry.event,
+      aud_entity_code: entry.entityCode,
+      aud_record_id: String(entry.recordId),
+      aud_before: entry.before === null ? null : JSON.stringify(entry.before),
+      aud_after: entry.after === null ? null : JSON.stringify(entry.after),
+      aud_request_id: entry.requestId,
+      aud_at: toDbTimestamp(entry.at),
+    });
+  }
+
+  /** The structured log event (spec §6: tenantId and userId on every entry); after the commit. */
+  log(entry: EntityAuditEntry): void {
+    const { event, tenantId, userId, entityCode, recordId, requestId } = entry;
+    this.logger.log({ event, tenantId, userId, entityCode, recordId, requestId }, event);
+  }
+}

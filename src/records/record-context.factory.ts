@@ -1,0 +1,54 @@
+import { Injectable } from '@nestjs/common';
+import { UsersRepository } from '../auth/users.repository';
+import { AuthorizationError } from '../common/errors/app-error';
+import type { AuthUser } from '../common/request-context';
+import { ProfileLoaderService } from '../profile/profile-loader.service';
+import type { RecordContext } from './record-context';
+
+/** The ids a job keeps to act later as its user (an export, a workflow step). */
+export interface RecordContextIds {
+  tenantId: string;
+  userId: number;
+  entityCode: string;
+  requestId: string;
+}
+
+/**
+ * Builds a RecordContext from ids, without an HTTP request (D47; novu's worker rebuilding its
+ * command): the user as the database has it now (active, current role and permissions — not what
+ * a token said when the job was queued), the entity and profile as the profile loader resolves them
+ * for the tenant. Workers then call the same use cases as the HTTP adapter.
+ */
+@Injectable()
+export class RecordContextFactory {
+  constructor(
+    private readonly users: UsersRepository,
+    private readonly profiles: ProfileLoaderService,
+  ) {}
+
+  async build(ids: RecordContextIds): Promise<RecordContext> {
+    const record = await this.users.findById(ids.tenantId, ids.userId);
+    if (!record || !record.active)
+      throw new AuthorizationError(`User ${ids.userId} cannot act in this tenant`);
+    const user: AuthUser = {
+      userId: record.id,
+      email: record.email,
+      tenantId: record.tenantId,
+      roleId: record.roleId,
+      roles: record.roleCode ? [record.roleCode] : [],
+      permissions: record.permissions,
+      // No token: the job acts with the user's current state.
+      jti: `job:${ids.requestId}`,
+      exp: 0,
+    };
+    const loaded = await this.profiles.load({ entityCode: ids.entityCode, tenantId: ids.tenantId });
+    return {
+      tenantId: ids.tenantId,
+      user,
+      entity: loaded.entity,
+      policy: loaded.policy,
+      profileId: loaded.profile.prf_id,
+      requestId: ids.requestId,
+    };
+  }
+}

@@ -1,0 +1,123 @@
+import { Injectable } from '@nestjs/common';
+import type { DataSource, SelectQueryBuilder } from 'typeorm';
+import { FieldError, ValidationError } from '../common/errors/app-error';
+import { ConnectionsService } from '../database/connections/connections.service';
+import type { EntityInfo, FieldDef } from '../registry/registry.types';
+import { tokenOf } from './concurrency-token';
+import { applyConditions } from './query/conditions';
+import { applyOrder, OrderKey, OrderPlan, orderPlan } from './query/ordering';
+import type { QueryPermissions, RecordQuery } from './query/record-query';
+import type { RecordContext } from './record-context';
+import { scoped } from './query/select';
+import { col, readScope } from './scope';
+
+export type Row = Record<string, unknown>;
+
+/** A row as read: the selected fields by name (driver values), its key and its concurrency token. */
+export interface ReadRow {
+  fields: Row;
+  id: number;
+  lastModified: string | null;
+}
+
+const LM = '__lm';
+const ID = '__id';
+
+/** A page of rows and, when asked, the number of rows the query matches. */
+export interface RowPage {
+  rows: ReadRow[];
+  total?: number;
+  /** The sort keys in effect (for keyset positions). */
+  keys: OrderKey[];
+}
+
+/**
+ * Reads of registered entities (spec §4.3 read rules, D20-D27). Every statement starts from the
+ * scope builder in the caller's read scope; filters, search and sort are added after it.
+ */
+@Injectable()
+export class RecordsReadRepository {
+  constructor(private readonly connections: ConnectionsService) {}
+
+  /** D3: the entity's connection (the configuration database for null / 'default'). */
+  dataSourceFor(entity: EntityInfo, tenantId: string): DataSource {
+    return this.connections.dataSourceFor(entity.connectionCode, tenantId);
+  }
+
+  /** The scoped, filtered query (no order, no select) and its sort keys; 400 on a bad query. */
+  private filtered(
+    ctx: RecordContext,
+    ds: DataSource,
+    permissions: QueryPermissions,
+    query: RecordQuery,
+  ): { qb: SelectQueryBuilder<Row>; plan: OrderPlan } {
+    const errors: FieldError[] = [];
+    const qb = scoped(ds, ctx.entity, readScope(ctx, ctx.entity, ctx.policy));
+    applyConditions(ds, qb, ctx.entity, permissions.filterable, query, errors);
+    const plan = orderPlan(ctx.entity, permissions.sortable, query.sort, query.keyDirection, errors);
+    if (errors.length > 0) throw new ValidationError('Invalid query', errors);
+    return { qb, plan };
+  }
+
+  /** One page (offset, keyset or all) of `fields`, with the total when `withTotal`. */
+  async page(
+    ctx: RecordContext,
+    fields: FieldDef[],
+    permissions: QueryPermissions,
+    query: RecordQuery,
+    withTotal: boolean,
+  ): Promise<RowPage> {
+    const ds = this.dataSourceFor(ctx.entity, ctx.tenantId);
+    const { qb, plan } = this.filtered(ctx, ds, permissions, query);
+    const countQb = withTotal ? qb.clone().select('COUNT(*)', 'total') : undefined;
+    const errors: FieldError[] = [];
+    applyOrder(ds, qb, ctx.entity, plan, query.page, errors);
+    if (errors.length > 0) throw new ValidationError('Invalid query', errors);
+    this.select(ds, qb, ctx.entity, fields);
+    if (query.page.kind === 'offset') qb.offset(query.page.skip).limit(query.page.limit);
+    else if (query.page.kind === 'keyset') qb.limit(query.page.limit);
+    const [rows, count] = await Promise.all([
+      qb.getRawMany<Row>(),
+      countQb ? countQb.getRawOne<{ total: unknown }>() : Promise.resolve(undefined),
+    ]);
+    const driverType = ds.driver.options.type;
+    return {
+      rows: rows.map((r) => readRow(r, fields, driverType)),
+      total: countQb ? Number(count?.total ?? 0) : undefined,
+      keys: plan.keys,
+    };
+  }
+
+  /** How many rows the query matches (its filters; sort and page ignored). */
+  async count(ctx: RecordContext, permissions: QueryPermissions, query: RecordQuery): Promise<number> {
+    const ds = this.dataSourceFor(ctx.entity, ctx.tenantId);
+    const { qb } = this.filtered(ctx, ds, permissions, query);
+    const row = await qb.select('COUNT(*)', 'total').getRawOne<{ total: unknown }>();
+    return Number(row?.total ?? 0);
+  }
+
+  async findById(ctx: RecordContext, fields: FieldDef[], id: number): Promise<ReadRow | undefined> {
+    const ds = this.dataSourceFor(ctx.entity, ctx.tenantId);
+    const qb = scoped(ds, ctx.entity, readScope(ctx, ctx.entity, ctx.policy)).andWhere(
+      `${col(ds, ctx.entity.primaryKeyColumn)} = :__id`,
+      { __id: id },
+    );
+    this.select(ds, qb, ctx.entity, fields);
+    const raw = await qb.getRawOne<Row>();
+    return raw ? readRow(raw, fields, ds.driver.options.type) : undefined;
+  }
+
+  /** The fields under their API names, the concurrency token and the key. */
+  private select(ds: DataSource, qb: SelectQueryBuilder<Row>, entity: EntityInfo, fields: FieldDef[]): void {
+    qb.select(col(ds, fields[0].column), fields[0].name);
+    for (const f of fields.slice(1)) qb.addSelect(col(ds, f.column), f.name);
+    qb.addSelect(col(ds, entity.columns.lastModified), LM);
+    qb.addSelect(col(ds, entity.primaryKeyColumn), ID);
+  }
+}
+
+function readRow(raw: Row, fields: FieldDef[], driverType: string): ReadRow {
+  const out: Row = {};
+  for (const f of fields) out[f.name] = raw[f.name];
+  return { fields: out, id: Number(raw[ID]), lastModified: tokenOf(raw[LM], driverType) };
+}

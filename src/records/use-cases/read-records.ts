@@ -1,0 +1,137 @@
+import { Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import { CacheService } from '../../cache/cache.service';
+import { CACHE_TTL } from '../../cache/cache-keys';
+import { NotFoundError } from '../../common/errors/app-error';
+import { rowFilterVariables } from '../../profile/row-filter';
+import { presentRecord, queryPermissions, readFields } from '../presenter';
+import { positionOf } from '../query/ordering';
+import type { KeysetPosition, QueryPermissions, RecordQuery } from '../query/record-query';
+import type { RecordContext } from '../record-context';
+import { RecordsReadRepository, Row } from '../records-read.repository';
+
+export interface ListResult {
+  records: Row[];
+  total: number;
+  limit: number;
+  skip: number;
+  meta: { entityCode: string; retrievedAt: string };
+}
+
+/** Read one record (spec §4.3 read rules): in the caller's read scope, projected and masked. */
+@Injectable()
+export class ReadRecord {
+  constructor(private readonly repository: RecordsReadRepository) {}
+
+  async execute(ctx: RecordContext, id: number): Promise<Row> {
+    const fields = readFields(ctx.entity, ctx.policy);
+    const row = await this.repository.findById(ctx, fields, id);
+    if (!row) throw new NotFoundError(`${ctx.entity.code} ${id} not found`);
+    return presentRecord(ctx.entity, ctx.policy, fields, row);
+  }
+}
+
+/** List records with offset pages and a total (spec §4.3 style 2, D27's cache). */
+@Injectable()
+export class ListRecords {
+  constructor(
+    private readonly repository: RecordsReadRepository,
+    private readonly cache: CacheService,
+  ) {}
+
+  /**
+   * D27: results are cached for 300 s under `{prefix}:list:{tenantId}:{entityCode}:{hash}`. The
+   * tenant is part of the key by construction; the hash covers the query, the profile and registry
+   * rows and, when the row filter uses @user variables, the user, so one user's filtered view is
+   * never served to another. Writes drop the tenant's keys of the entity.
+   */
+  async execute(ctx: RecordContext, query: RecordQuery & { page: { kind: 'offset' } }): Promise<ListResult> {
+    const vars = ctx.policy.rowFilter ? rowFilterVariables(ctx.policy.rowFilter) : { userAttrs: [] };
+    const hash = createHash('sha256')
+      .update(
+        JSON.stringify({
+          query,
+          profile: ctx.profileId,
+          registry: ctx.entity.registryId,
+          user: vars.userAttrs.length > 0 ? ctx.user.userId : null,
+        }),
+      )
+      .digest('hex')
+      .slice(0, 32);
+    const key = this.cache.keys.entityList(ctx.tenantId, ctx.entity.code, hash);
+    const cached = await this.cache.getJson<ListResult>(key);
+    if (cached) return cached;
+    const fields = readFields(ctx.entity, ctx.policy);
+    const page = await this.repository.page(
+      ctx,
+      fields,
+      queryPermissions(ctx.entity, ctx.policy),
+      query,
+      true,
+    );
+    const result: ListResult = {
+      records: page.rows.map((r) => presentRecord(ctx.entity, ctx.policy, fields, r)),
+      total: page.total ?? 0,
+      limit: query.page.limit,
+      skip: query.page.skip,
+      meta: { entityCode: ctx.entity.code, retrievedAt: new Date().toISOString() },
+    };
+    await this.cache.setJson(key, result, CACHE_TTL.entityList);
+    return result;
+  }
+}
+
+/** A keyset page: rows after a position, and the position of its last row when more may follow. */
+export interface KeysetPage {
+  records: Row[];
+  next: KeysetPosition | null;
+}
+
+/**
+ * Keyset pages and row streams on (sort keys, primary key) (D31, D48): no row repeated or skipped
+ * when rows are inserted or deleted between pages. Dataviews and export jobs read through here.
+ */
+@Injectable()
+export class PageRecords {
+  constructor(private readonly repository: RecordsReadRepository) {}
+
+  async page(
+    ctx: RecordContext,
+    query: RecordQuery & { page: { kind: 'keyset' } },
+    permissions: QueryPermissions = queryPermissions(ctx.entity, ctx.policy),
+  ): Promise<KeysetPage> {
+    const fields = readFields(ctx.entity, ctx.policy);
+    const page = await this.repository.page(ctx, fields, permissions, query, false);
+    const records = page.rows.map((r) => presentRecord(ctx.entity, ctx.policy, fields, r));
+    const last = page.rows[page.rows.length - 1];
+    const next =
+      last && page.rows.length === query.page.limit
+        ? positionOf(page.keys, records[records.length - 1], last.id)
+        : null;
+    return { records, next };
+  }
+
+  /** Every matching record in batches of `batchSize`, each batch one keyset page. */
+  async *stream(
+    ctx: RecordContext,
+    query: Omit<RecordQuery, 'page'>,
+    batchSize: number,
+    permissions?: QueryPermissions,
+  ): AsyncGenerator<Row[]> {
+    let after: KeysetPosition | undefined;
+    for (;;) {
+      const { records, next } = await this.page(
+        ctx,
+        { ...query, page: { kind: 'keyset', limit: batchSize, after } },
+        permissions,
+      );
+      if (records.length > 0) yield records;
+      if (!next) return;
+      after = next;
+    }
+  }
+
+  async count(ctx: RecordContext, query: RecordQuery, permissions?: QueryPermissions): Promise<number> {
+    return this.repository.count(ctx, permissions ?? queryPermissions(ctx.entity, ctx.policy), query);
+  }
+}

@@ -1,0 +1,102 @@
+import { Injectable } from '@nestjs/common';
+import { FieldError, NotFoundError, ValidationError } from '../../common/errors/app-error';
+import { fromDbTimestamp, toDbTimestamp } from '../../database/dialect/timestamps';
+import type { ExpectedToken } from '../concurrency-token';
+import type { RecordContext } from '../record-context';
+import type { Row } from '../records-read.repository';
+import { writeScope } from '../scope';
+import { checkPayload, resolveEchoes } from '../validation';
+import { toDb } from '../values';
+import {
+  nextVersion,
+  parseJsonObject,
+  RecordWriteSupport,
+  revokesSessions,
+  snapshotFields,
+} from './write-support';
+
+/**
+ * Update a record (spec §4.3 update rules 1-6, D24, D43, D46): the row is loaded in the caller's
+ * write scope, values echoed back as read are ignored, the token must match (a NULL one only
+ * `null`), the UPDATE is a compare-and-set on it; a new password or role revokes the user's older
+ * tokens; audit in the transaction, invalidation and event after it. Answers the whole record.
+ */
+@Injectable()
+export class UpdateRecord {
+  constructor(private readonly support: RecordWriteSupport) {}
+
+  async execute(ctx: RecordContext, id: number, body: unknown, expected: ExpectedToken): Promise<Row> {
+    const { entity, policy } = ctx;
+    const s = this.support;
+    const checked = checkPayload(entity, policy, body, 'update');
+    if (
+      checked.errors.length === 0 &&
+      checked.values.length === 0 &&
+      checked.secrets.length === 0 &&
+      checked.deferred.length === 0
+    )
+      checked.errors.push({ field: 'body', error: 'names no field to update' });
+    // D24: a missing or unreadable token is refused before anything is read.
+    if (expected.error) throw new ValidationError('Validation failed', [expected.error, ...checked.errors]);
+    const secrets = checked.errors.length === 0 ? await s.transformSecrets(entity, checked.secrets) : [];
+    const fields = snapshotFields(entity);
+    const scope = writeScope(ctx, entity, policy);
+
+    const { entry, record, token } = await s.withTransaction(ctx, async (tx) => {
+      await s.lockUniqueValues(tx, entity, ctx.tenantId, checked.values);
+      // Rule 1: the existing record, in the caller's write scope.
+      const existing = await s.repository.load(tx.data, entity, scope, fields, id);
+      if (!existing) throw new NotFoundError(`${entity.code} ${id} not found`);
+      const before = s.typed(fields, existing.fields);
+      // D43: values the client read and sends back unchanged (masked, read-only) are ignored.
+      const echoes = resolveEchoes(entity, policy, checked.deferred, s.shown(entity, policy, before));
+      if (echoes.values.length > 0) await s.lockUniqueValues(tx, entity, ctx.tenantId, echoes.values);
+      const values = [...checked.values, ...echoes.values];
+      // Rule 2: validation; uniqueness only where the value changes.
+      const changed = values.filter((v) => !s.sameValue(v.field, existing.fields[v.field.name], v.value));
+      const errors: FieldError[] = [
+        ...checked.errors,
+        ...echoes.errors,
+        ...(await s.checkAgainstDb(tx, entity, ctx.tenantId, changed, id)),
+      ];
+      if (errors.length > 0) throw new ValidationError('Validation failed', errors);
+      // Rule 3 (D24): a row never written by the service (NULL) matches only `null`, never skipped.
+      const storedMs = fromDbTimestamp(existing.lastModifiedRaw, tx.driverType);
+      if (storedMs !== expected.ms) throw s.stale(entity, id, storedMs);
+      // Strictly later than the stored value, so a token is never valid twice.
+      const at = Math.max(Date.now(), (storedMs ?? 0) + 1);
+      const set: Row = {};
+      for (const v of values) set[v.field.column] = toDb(v.field, v.value);
+      for (const secret of secrets) set[secret.column] = secret.value;
+      const audit = parseJsonObject(existing.auditRaw);
+      audit.updated_by = ctx.user.email;
+      audit.updated_at = new Date(at).toISOString();
+      audit.version = nextVersion(audit.version);
+      set[entity.columns.auditData] = JSON.stringify(audit);
+      set[entity.columns.lastModified] = toDbTimestamp(at);
+      // Rule 4: scoped by id, tenant and not deleted, and a compare-and-set on the value just read.
+      const affected = await s.repository.update(tx.data, entity, scope, id, set, {
+        value: existing.lastModifiedRaw,
+      });
+      if (affected !== 1) {
+        const now = await s.repository.load(tx.data, entity, scope, fields, id);
+        if (!now) throw new NotFoundError(`${entity.code} ${id} not found`);
+        throw s.stale(entity, id, fromDbTimestamp(now.lastModifiedRaw, tx.driverType));
+      }
+      // A new password or a new role ends every session opened before it (D46, issue 9 #4).
+      if (secrets.some((x) => x.revokesTokens) || changed.some((v) => revokesSessions(entity, v.field)))
+        await s.revokeTokensOf(tx, entity, ctx.tenantId, id, at);
+      const stored = await s.repository.load(tx.data, entity, scope, fields, id);
+      const after = stored
+        ? s.typed(fields, stored.fields)
+        : { ...before, ...s.snapshot(entity, id, values) };
+      // Write-only inputs are never stored in the audit, but that they changed is.
+      for (const secret of secrets) after[secret.input] = '[changed]';
+      const auditEntry = s.entry(ctx, 'entity.updated', id, before, after, at);
+      await s.recordAudit(ctx, tx.config, auditEntry);
+      return { entry: auditEntry, record: after, token: new Date(at).toISOString() };
+    });
+    await s.afterCommit(ctx, entry, [{ entity, ids: [id] }]);
+    return s.present(entity, policy, id, record, token);
+  }
+}

@@ -1,0 +1,319 @@
+import { Injectable } from '@nestjs/common';
+import type { DataSource, QueryRunner } from 'typeorm';
+import { RevocationService } from '../../auth/revocation.service';
+import { EntityCacheInvalidator } from '../../cache/entity-cache-invalidator';
+import { ConflictError, FieldError, ServiceError } from '../../common/errors/app-error';
+import { translateDbError } from '../../database/dialect/constraint-errors';
+import { valueLockName } from '../../database/dialect/value-lock';
+import { applyProjection } from '../../profile/policy/masking';
+import type { EntityPolicy } from '../../profile/policy/policy.model';
+import { RegistryService } from '../../registry/registry.service';
+import type { EntityInfo, FieldDef } from '../../registry/registry.types';
+import { auditWanted, EntityAuditEntry, EntityAuditService } from '../audit.service';
+import { LAST_MODIFIED_KEY } from '../concurrency-token';
+import type { RecordContext, ScopeContext } from '../record-context';
+import type { Row } from '../records-read.repository';
+import { RecordsWriteRepository, WriteTx } from '../records-write.repository';
+import { toDbTimestamp } from '../../database/dialect/timestamps';
+import type { CheckedPayload, AcceptedValue } from '../validation';
+import { fromDb, toDb } from '../values';
+
+/** D37's event type of an audit event: entity.created → created, and so on. */
+export const EVENT_TYPE = {
+  'entity.created': 'created',
+  'entity.updated': 'updated',
+  'entity.deleted': 'deleted',
+} as const;
+
+/** The identity of a unique value: e-mail addresses compare case-blind (as existsWithValue does). */
+export function uniqueKey(field: FieldDef, dbValue: unknown): string {
+  const text = typeof dbValue === 'string' ? dbValue : JSON.stringify(dbValue);
+  return field.type === 'email' ? text.toLowerCase() : text;
+}
+
+/**
+ * Spec §2.1's optional `version` of the audit data: 1 on create, +1 on every update and delete. A
+ * row written before (or outside) the service has none and counts as version 1.
+ */
+export function nextVersion(current: unknown): number {
+  return (Number.isSafeInteger(current) && (current as number) > 0 ? (current as number) : 1) + 1;
+}
+
+export function parseJsonObject(value: unknown): Record<string, unknown> {
+  let v = value;
+  if (typeof v === 'string') {
+    try {
+      v = JSON.parse(v);
+    } catch {
+      return {};
+    }
+  }
+  return v && typeof v === 'object' && !Array.isArray(v) ? { ...(v as Record<string, unknown>) } : {};
+}
+
+/**
+ * Columns of `app_users` whose change ends the user's sessions: the role (the permissions a token
+ * was issued under). Passwords are write-only inputs and say so themselves (revokesTokens).
+ */
+const SESSION_COLUMNS = new Set(['usr_role_id']);
+export const revokesSessions = (entity: EntityInfo, field: FieldDef): boolean =>
+  entity.table === 'app_users' && SESSION_COLUMNS.has(field.column);
+
+/** Fields a snapshot (audit before/after) may hold: never hidden ones (password hashes). */
+export const snapshotFields = (entity: EntityInfo): FieldDef[] => entity.fields.filter((f) => !f.hidden);
+
+/**
+ * What every records write shares (spec §4.3, D4, D24, D29, D37, D46): the transaction on the
+ * entity's database with driver errors translated, unique-value locks, the checks that need the
+ * database, write-only inputs, audit entries, and what happens after the commit (cache
+ * invalidation and the collection event). Used by the create, update and delete use cases only.
+ */
+@Injectable()
+export class RecordWriteSupport {
+  constructor(
+    readonly repository: RecordsWriteRepository,
+    private readonly registry: RegistryService,
+    private readonly audit: EntityAuditService,
+    private readonly caches: EntityCacheInvalidator,
+    private readonly revocations: RevocationService,
+  ) {}
+
+  stale(entity: EntityInfo, id: number, storedMs: number | null): ConflictError {
+    return new ConflictError(`${entity.code} ${id} was changed by someone else; reload it and retry`, {
+      lastModified: storedMs === null ? null : new Date(storedMs).toISOString(),
+    });
+  }
+
+  /** Write-only inputs (users.password → argon2id hash, D12), hashed before the transaction opens. */
+  async transformSecrets(
+    entity: EntityInfo,
+    secrets: CheckedPayload['secrets'],
+  ): Promise<Array<{ input: string; column: string; value: string; revokesTokens: boolean }>> {
+    const out: Array<{ input: string; column: string; value: string; revokesTokens: boolean }> = [];
+    for (const s of secrets) {
+      const field = entity.fields.find((f) => f.name === s.secret.field && f.hidden);
+      if (!field) throw new ServiceError(`Write-only input ${s.secret.input} has no target field`);
+      out.push({
+        input: s.secret.input,
+        column: field.column,
+        value: await s.secret.transform(s.plain),
+        revokesTokens: s.secret.revokesTokens === true,
+      });
+    }
+    return out;
+  }
+
+  /**
+   * D46: the user's tokens issued before `at` are revoked, in the write's transaction on the
+   * configuration database (where app_users and the revocations live): the record is the user.
+   */
+  async revokeTokensOf(tx: WriteTx, entity: EntityInfo, tenantId: string, id: number, at: number) {
+    if (entity.table !== 'app_users' || tx.spansTwoDatabases)
+      throw new ServiceError(`${entity.code} records are not users whose sessions can be revoked`);
+    await this.revocations.revokeUserTokens(tenantId, id, at, tx.config);
+  }
+
+  /**
+   * Takes the locks of the unique values a write names (value-lock.ts) as the transaction's first
+   * statement, so a concurrent writer of the same value waits until this transaction has ended, and
+   * every read after it (snapshot isolation included) sees that writer's committed row.
+   */
+  async lockUniqueValues(
+    tx: WriteTx,
+    entity: EntityInfo,
+    tenantId: string,
+    values: AcceptedValue[],
+  ): Promise<void> {
+    const unique = values.filter((v) => v.field.unique && v.value !== null && v.value !== undefined);
+    await this.repository.lockValues(
+      tx,
+      unique.map(({ field, value }) =>
+        valueLockName({
+          table: entity.table,
+          tenantId,
+          column: field.column,
+          value: uniqueKey(field, toDb(field, value)),
+        }),
+      ),
+    );
+  }
+
+  /** Value sets, uniqueness and references of accepted values (create rule 1, update rule 2). */
+  async checkAgainstDb(
+    tx: WriteTx,
+    entity: EntityInfo,
+    tenantId: string,
+    values: AcceptedValue[],
+    exceptId?: number,
+  ): Promise<FieldError[]> {
+    const errors: FieldError[] = [];
+    for (const { field, value } of values) {
+      if (value === null || value === undefined) continue;
+      if (field.valueSet !== undefined) {
+        const codes = await this.repository.valueSetCodes(tx.config, field.valueSet, tenantId);
+        if (!codes || typeof value !== 'string' || !codes.has(value)) {
+          errors.push({ field: field.name, error: `must be one of the values of ${field.valueSet}` });
+          continue;
+        }
+      }
+      if (
+        field.unique &&
+        (await this.repository.existsWithValue(
+          tx.data,
+          entity,
+          tenantId,
+          field,
+          toDb(field, value),
+          exceptId,
+        ))
+      ) {
+        errors.push({ field: field.name, error: 'must be unique; the value is already used' });
+        continue;
+      }
+      if (field.references) {
+        const target = await this.registry.resolve(tenantId, field.references.entity);
+        const targetField = target?.fields.find((f) => f.name === field.references?.field);
+        const found =
+          target !== undefined &&
+          targetField !== undefined &&
+          (await this.onRunnerOf(tx, target, tenantId, (qr) =>
+            // The referenced parent is locked (and re-read as live) until this write commits, so a
+            // concurrent delete of it waits and then counts this row (D25, issue 9).
+            this.repository.existsWithValue(
+              qr,
+              target,
+              tenantId,
+              targetField,
+              value,
+              undefined,
+              tx.owns(qr) ? 'referenced-parent' : undefined,
+            ),
+          ));
+        if (!found)
+          errors.push({
+            field: field.name,
+            error: `must reference an existing ${field.references.entity} record`,
+          });
+      }
+    }
+    return errors;
+  }
+
+  /**
+   * Runs a read of `entity` on the write's runner for its database, or, for a third database, on a
+   * runner of its own (a reference check across connections is a read, never part of the write).
+   */
+  async onRunnerOf<T>(
+    tx: WriteTx,
+    entity: EntityInfo,
+    tenantId: string,
+    read: (qr: QueryRunner) => Promise<T>,
+  ): Promise<T> {
+    const ds: DataSource = this.repository.dataSourceFor(entity, tenantId);
+    if (ds === tx.dataSource) return read(tx.data);
+    if (ds === tx.config.connection) return read(tx.config);
+    const qr = ds.createQueryRunner();
+    try {
+      return await read(qr);
+    } finally {
+      await qr.release();
+    }
+  }
+
+  /** Spec §3.1, D4: is_deleted = 1, deleted_by/deleted_at in the audit data, last_modified. */
+  softDeleteSet(entity: EntityInfo, auditRaw: unknown, ctx: ScopeContext, at: number): Row {
+    const audit = parseJsonObject(auditRaw);
+    audit.deleted_by = ctx.user.email;
+    audit.deleted_at = new Date(at).toISOString();
+    audit.version = nextVersion(audit.version);
+    return {
+      [entity.columns.isDeleted]: 1,
+      [entity.columns.auditData]: JSON.stringify(audit),
+      [entity.columns.lastModified]: toDbTimestamp(at),
+    };
+  }
+
+  sameValue(field: FieldDef, stored: unknown, value: unknown): boolean {
+    const a = fromDb(field, stored);
+    const b = fromDb(field, toDb(field, value));
+    return field.type === 'email' && typeof a === 'string' && typeof b === 'string'
+      ? a.toLowerCase() === b.toLowerCase()
+      : JSON.stringify(a) === JSON.stringify(b);
+  }
+
+  typed(fields: FieldDef[], raw: Row): Row {
+    const out: Row = {};
+    for (const f of fields) out[f.name] = fromDb(f, raw[f.name]);
+    return out;
+  }
+
+  /** `{id, ...values}` in JSON form, hidden fields left out. */
+  snapshot(entity: EntityInfo, id: number, values: AcceptedValue[]): Row {
+    const out: Row = {};
+    const key = entity.fields.find((f) => f.column === entity.primaryKeyColumn);
+    if (key) out[key.name] = id;
+    for (const v of values) if (!v.field.hidden) out[v.field.name] = fromDb(v.field, toDb(v.field, v.value));
+    return out;
+  }
+
+  /** A record (typed, hidden fields left out) as a read shows it: projection and masking applied. */
+  shown(entity: EntityInfo, policy: EntityPolicy, record: Row): Row {
+    return applyProjection(record, policy, entity.fields);
+  }
+
+  /**
+   * The answer of a create or update (D43): the whole record as a read shows it — `{id, ...fields,
+   * lastModified}`, projection and masking applied (a field excluded from the projection is
+   * written but not shown).
+   */
+  present(entity: EntityInfo, policy: EntityPolicy, id: number, record: Row, token: string): Row {
+    return { id, ...this.shown(entity, policy, record), [LAST_MODIFIED_KEY]: token };
+  }
+
+  entry(
+    ctx: RecordContext,
+    event: EntityAuditEntry['event'],
+    recordId: number,
+    before: Row | null,
+    after: Row | null,
+    at: number,
+  ): EntityAuditEntry {
+    return {
+      event,
+      tenantId: ctx.tenantId,
+      userId: ctx.user.userId,
+      entityCode: ctx.entity.code,
+      recordId,
+      before,
+      after,
+      requestId: ctx.requestId,
+      at,
+    };
+  }
+
+  /** The write's transaction on the entity's database (D3), with DB constraint errors translated. */
+  async withTransaction<T>(ctx: RecordContext, work: (tx: WriteTx) => Promise<T>): Promise<T> {
+    const ds = this.repository.dataSourceFor(ctx.entity, ctx.tenantId);
+    try {
+      return await this.repository.transaction(ds, work);
+    } catch (err) {
+      throw translateDbError(err, ctx.entity);
+    }
+  }
+
+  async afterCommit(
+    ctx: RecordContext,
+    entry: EntityAuditEntry,
+    changed: Array<{ entity: EntityInfo; ids: number[] }>,
+  ): Promise<void> {
+    if (auditWanted(ctx.policy.audit, entry.event)) this.audit.log(entry);
+    // D37's event type: entity.created → created, and so on (cascaded rows are deleted too).
+    const type = EVENT_TYPE[entry.event];
+    for (const x of changed) await this.caches.invalidate(ctx.tenantId, x.entity.code, x.ids, type);
+  }
+
+  /** The audit row, in the transaction, when the profile's flags ask for it. */
+  async recordAudit(ctx: RecordContext, qr: QueryRunner, entry: EntityAuditEntry): Promise<void> {
+    if (auditWanted(ctx.policy.audit, entry.event)) await this.audit.record(qr, entry);
+  }
+}
