@@ -128,6 +128,11 @@ export class CacheKeys {
     return `${this.prefix}:*`;
   }
 
+  /** `{prefix}:events:workflow`: wake-ups of the workflow workers (D49). */
+  workflowEvents(): string {
+    return this.key('events', 'workflow');
+  }
+
   /** The pub/sub channel of the collection event, `{prefix}:events:collection` (D37). */
   collectionEvents(): string {
     return this.key('events', 'collection');

@@ -69,6 +69,8 @@ export interface AppConfig {
   /** Entity writes: how long a write waits for the lock of a unique value (value-lock.ts). */
   writes: { lockTimeoutMs: number };
   exports: { ttlS: number; dir: string; store: 'directory' | 'database' };
+  /** D49: the workflow worker of this instance. */
+  workflow: { worker: boolean; concurrency: number; leaseMs: number; pollMs: number };
   smtpUrl: string | undefined;
   /** From address of the service's mail (MAIL_FROM). */
   mailFrom: string;
@@ -259,6 +261,12 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     },
     writes: { lockTimeoutMs: v.WRITE_LOCK_TIMEOUT_MS() },
     exports: { ttlS: v.EXPORT_TTL_S(), dir: v.EXPORT_DIR ?? './data/exports', store: v.EXPORT_STORE },
+    workflow: {
+      worker: v.WORKFLOW_WORKER !== 'off',
+      concurrency: v.WORKFLOW_WORKER_CONCURRENCY(),
+      leaseMs: v.WORKFLOW_LEASE_MS(),
+      pollMs: v.WORKFLOW_POLL_MS(),
+    },
     smtpUrl: v.SMTP_URL,
     mailFrom: v.MAIL_FROM ?? 'no-reply@localhost',
     demo: { seed, password: demoPassword },

@@ -199,6 +199,28 @@ export const VARS = {
     description: 'Where exports are kept in the embedded default (D32)',
     default: './data/exports',
   }),
+  WORKFLOW_WORKER: oneOf('WORKFLOW_WORKER', ['on', 'off'] as const, {
+    description: 'Whether this instance runs workflow steps from the shared queue (D49); off = API only',
+    default: 'on',
+  }),
+  WORKFLOW_WORKER_CONCURRENCY: int('WORKFLOW_WORKER_CONCURRENCY', {
+    description: 'Workflow steps this instance runs at once (D49)',
+    default: '4',
+    min: 1,
+    max: 64,
+  }),
+  WORKFLOW_LEASE_MS: int('WORKFLOW_LEASE_MS', {
+    description:
+      'How long a claimed workflow step is leased; renewed while it runs, claimed again by any instance once expired (D49)',
+    default: '30000',
+    min: 500,
+  }),
+  WORKFLOW_POLL_MS: int('WORKFLOW_POLL_MS', {
+    description:
+      'Longest pause between two polls of an idle workflow worker (it backs off up to this; queued work wakes it at once)',
+    default: '1000',
+    min: 10,
+  }),
   SMTP_URL: text('SMTP_URL', {
     description: 'smtp://user:pass@host:port for sign-up mail (D15)',
     secret: true,

@@ -32,6 +32,6 @@ const USE_CASES = [ReadRecord, ListRecords, PageRecords, CreateRecord, UpdateRec
     EntityAuditService,
     RecordContextFactory,
   ],
-  exports: [...USE_CASES, RecordContextFactory, AggregateRecords],
+  exports: [...USE_CASES, RecordContextFactory, AggregateRecords, RecordsWriteRepository],
 })
 export class RecordsModule {}

@@ -1,5 +1,38 @@
 import { Module } from '@nestjs/common';
+import { HealthModule } from '../health/health.module';
+import { ProfileModule } from '../profile/profile.module';
+import { RecordsModule } from '../records/records.module';
+import { WorkflowDefinitionsService } from './definition/workflow-definitions.service';
+import { WorkflowEngine } from './engine/workflow-engine';
+import { InstancesRepository } from './instance/instances.repository';
+import { WorkflowInstancesService } from './instance/workflow-instances.service';
+import { QueueRepository } from './queue/queue.repository';
+import { WorkflowWakeBus } from './queue/wake-bus';
+import { WorkflowWorker } from './queue/workflow-worker';
+import { EntitySteps } from './steps/entity.steps';
+import { WorkflowController } from './workflow.controller';
+import { WorkflowTelemetry } from './workflow-telemetry';
 
-/** Owns workflow definitions, instances, the engine and the queue worker. */
-@Module({})
+/**
+ * Workflows (spec §2.8, §3.2; D33-D36, D49): definition/ (schema, expressions, versions),
+ * instance/ (state machine, instances, node states, logs, the routes' use cases), engine/ (the
+ * fenced step runner), steps/ (one file per step type; entity steps call the records core's use
+ * cases), queue/ (leases, the worker, the wake bus). DatabaseModule and CacheModule are global.
+ */
+@Module({
+  imports: [RecordsModule, ProfileModule, HealthModule],
+  controllers: [WorkflowController],
+  providers: [
+    WorkflowDefinitionsService,
+    InstancesRepository,
+    QueueRepository,
+    WorkflowWakeBus,
+    WorkflowTelemetry,
+    EntitySteps,
+    WorkflowEngine,
+    WorkflowInstancesService,
+    WorkflowWorker,
+  ],
+  exports: [WorkflowInstancesService],
+})
 export class WorkflowModule {}

@@ -1,9 +1,17 @@
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../src/database/migrations';
-import { EXPORT_TABLES, REVOCATION_TABLES, TABLES } from '../../src/database/schema';
+import {
+  ADDED_COLUMNS,
+  EXPORT_TABLES,
+  REVOCATION_TABLES,
+  TABLES,
+  WORKFLOW_INSTANCE_COLUMNS,
+  WORKFLOW_QUEUE_COLUMNS,
+  WORKFLOW_STEP_KEYS_TABLE,
+} from '../../src/database/schema';
 import { createTestDatabase, migratedDataSource, TestDatabase } from '../support/test-database';
 
-describe('Migrations (InitialSchema, RevokedTokens)', () => {
+describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime)', () => {
   let db: TestDatabase;
   let ds: DataSource;
 
@@ -20,10 +28,11 @@ describe('Migrations (InitialSchema, RevokedTokens)', () => {
   it('should create every table with exactly the declared columns', async () => {
     const qr = ds.createQueryRunner();
     try {
-      for (const def of [...TABLES, ...REVOCATION_TABLES, ...EXPORT_TABLES]) {
+      for (const def of [...TABLES, ...REVOCATION_TABLES, ...EXPORT_TABLES, WORKFLOW_STEP_KEYS_TABLE]) {
         const table = await qr.getTable(def.name);
         expect(table).toBeDefined();
-        expect(table!.columns.map((c) => c.name).sort()).toEqual(def.columns.map((c) => c.name).sort());
+        const declared = [...def.columns, ...(ADDED_COLUMNS[def.name] ?? [])];
+        expect(table!.columns.map((c) => c.name).sort()).toEqual(declared.map((c) => c.name).sort());
       }
     } finally {
       await qr.release();
@@ -95,8 +104,15 @@ describe('Migrations (InitialSchema, RevokedTokens)', () => {
         'InitialSchema1763769600000',
         'RevokedTokens1795305600000',
         'ExportFiles1795392000000',
+        'WorkflowRuntime1795478400000',
       ]);
-      // Newest first: ExportFiles, then RevokedTokens, each drops its own tables only.
+      // Newest first: WorkflowRuntime drops its table, columns and indexes only.
+      await ds.undoLastMigration({ transaction: 'each' });
+      expect(await qr.hasTable(WORKFLOW_STEP_KEYS_TABLE.name)).toBe(false);
+      const queueBefore = await qr.getTable('wft_queue');
+      expect(queueBefore!.columns.map((c) => c.name)).not.toContain('wfq_lease_until');
+      expect(await qr.hasTable('wft_queue')).toBe(true);
+      // Then ExportFiles, then RevokedTokens, each drops its own tables only.
       await ds.undoLastMigration({ transaction: 'each' });
       for (const def of EXPORT_TABLES) expect(await qr.hasTable(def.name)).toBe(false);
       expect(await qr.hasTable('app_revoked_tokens')).toBe(true);
@@ -110,9 +126,15 @@ describe('Migrations (InitialSchema, RevokedTokens)', () => {
         'InitialSchema1763769600000',
         'RevokedTokens1795305600000',
         'ExportFiles1795392000000',
+        'WorkflowRuntime1795478400000',
       ]);
-      for (const def of [...TABLES, ...REVOCATION_TABLES, ...EXPORT_TABLES])
+      for (const def of [...TABLES, ...REVOCATION_TABLES, ...EXPORT_TABLES, WORKFLOW_STEP_KEYS_TABLE])
         expect(await qr.hasTable(def.name)).toBe(true);
+      const queue = await qr.getTable('wft_queue');
+      for (const c of WORKFLOW_QUEUE_COLUMNS) expect(queue!.columns.map((x) => x.name)).toContain(c.name);
+      const instances = await qr.getTable('wft_instances');
+      for (const c of WORKFLOW_INSTANCE_COLUMNS)
+        expect(instances!.columns.map((x) => x.name)).toContain(c.name);
       const revoked = await qr.getTable('app_revoked_tokens');
       expect(revoked!.columns.map((c) => c.name).sort()).toEqual(
         REVOCATION_TABLES[0].columns.map((c) => c.name).sort(),

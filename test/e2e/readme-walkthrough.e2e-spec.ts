@@ -94,6 +94,18 @@ describe("The README's curl walk-through", () => {
       ['dataview next cursor page', /"pagination":\{"pageSize":5,"nextCursor":"[^"]+"\}/],
       ['dataview bad cursor', /"field":"cursor","error":"invalid"/],
       ['export downloaded as CSV', /\n[^\n{]*,[^\n{]*\n[^\n{]*gold/],
+      ['workflows listed', /"code":"customer_onboarding"[^\]]*"version":2/],
+      [
+        'silver onboarding logs',
+        /"message":"Onboarding customer 2 \(silver\), v2"[\s\S]*"message":"Workflow completed"/,
+      ],
+      ['gold waits for approval', /"type":"approval","step":"approve_gold"/],
+      ['starter may not approve', /"code":"FORBIDDEN"/],
+      [
+        'approved by another admin',
+        /"success":true,"data":\{"id":\d+,"workflowCode":"customer_onboarding"[^\n]*"waitingFor":null/,
+      ],
+      ['gold completed', /COMPLETED\s*$/],
     ];
     let rest = out;
     for (const [step, pattern] of expectations) {

@@ -1,6 +1,12 @@
 import { InitialSchema1763769600000 } from './1763769600000-initial-schema';
 import { RevokedTokens1795305600000 } from './1795305600000-revoked-tokens';
 import { ExportFiles1795392000000 } from './1795392000000-export-files';
+import { WorkflowRuntime1795478400000 } from './1795478400000-workflow-runtime';
 
 /** Migrations in the order they run. Never edit one that has landed; add a new one. */
-export const MIGRATIONS = [InitialSchema1763769600000, RevokedTokens1795305600000, ExportFiles1795392000000];
+export const MIGRATIONS = [
+  InitialSchema1763769600000,
+  RevokedTokens1795305600000,
+  ExportFiles1795392000000,
+  WorkflowRuntime1795478400000,
+];

@@ -8,4 +8,5 @@ export * from './columns';
 export * from './tables';
 export * from './revocations';
 export * from './exports';
-export { toTable } from './to-table';
+export { toTable, toTableColumn, toTableIndex } from './to-table';
+export * from './workflow-runtime';

@@ -1,6 +1,6 @@
-import { Table, TableColumnOptions } from 'typeorm';
+import { Table, TableColumn, TableColumnOptions, TableIndex } from 'typeorm';
 import { Dialect, dialectTypes } from '../dialect';
-import type { ColumnDef, TableDef } from './columns';
+import type { ColumnDef, IndexDef, TableDef } from './columns';
 
 function columnOptions(col: ColumnDef, dialect: Dialect): TableColumnOptions {
   const t = dialectTypes(dialect);
@@ -46,7 +46,7 @@ function boolLiteral(dialect: Dialect, value: 'true' | 'false'): string {
   return value === 'true' ? '1' : '0';
 }
 
-function shortName(kind: 'IDX' | 'UQ' | 'FK', table: string, cols: string[]): string {
+export function shortName(kind: 'IDX' | 'UQ' | 'FK', table: string, cols: string[]): string {
   // Within MySQL's 64-character identifier limit.
   return `${kind}_${table}_${cols.join('_')}`.slice(0, 60);
 }
@@ -66,5 +66,19 @@ export function toTable(def: TableDef, dialect: Dialect): Table {
       referencedTableName: fk.table,
       referencedColumnNames: [fk.refColumn],
     })),
+  });
+}
+
+/** A column added to an existing table by a later migration. */
+export function toTableColumn(col: ColumnDef, dialect: Dialect): TableColumn {
+  return new TableColumn(columnOptions(col, dialect));
+}
+
+/** An index added to an existing table by a later migration, named as toTable names them. */
+export function toTableIndex(table: string, index: IndexDef): TableIndex {
+  return new TableIndex({
+    name: shortName(index.unique ? 'UQ' : 'IDX', table, index.columns),
+    columnNames: index.columns,
+    isUnique: index.unique ?? false,
   });
 }

@@ -6,7 +6,7 @@ import type { Row } from '../records-read.repository';
 import { writeScope } from '../scope';
 import { checkPayload } from '../validation';
 import { toDb } from '../values';
-import { RecordWriteSupport, snapshotFields } from './write-support';
+import { RecordWriteSupport, snapshotFields, type WriteHooks } from './write-support';
 
 /**
  * Create a record (spec §4.3 create rules 1-7, D4, D29): validation, unique-value locks, the checks
@@ -18,7 +18,7 @@ import { RecordWriteSupport, snapshotFields } from './write-support';
 export class CreateRecord {
   constructor(private readonly support: RecordWriteSupport) {}
 
-  async execute(ctx: RecordContext, body: unknown): Promise<Row> {
+  async execute(ctx: RecordContext, body: unknown, hooks: WriteHooks = {}): Promise<Row> {
     const { entity, policy } = ctx;
     const s = this.support;
     const checked = checkPayload(entity, policy, body, 'create');
@@ -51,6 +51,7 @@ export class CreateRecord {
       const after = stored ? s.typed(fields, stored.fields) : s.snapshot(entity, newId, checked.values);
       const auditEntry = s.entry(ctx, 'entity.created', newId, null, after, now);
       await s.recordAudit(ctx, tx.config, auditEntry);
+      await hooks.beforeCommit?.(tx, newId);
       return { id: newId, entry: auditEntry, record: after };
     });
     await s.afterCommit(ctx, entry, [{ entity, ids: [id] }]);

@@ -11,6 +11,7 @@ import {
   nextVersion,
   parseJsonObject,
   RecordWriteSupport,
+  type WriteHooks,
   revokesSessions,
   snapshotFields,
 } from './write-support';
@@ -25,7 +26,13 @@ import {
 export class UpdateRecord {
   constructor(private readonly support: RecordWriteSupport) {}
 
-  async execute(ctx: RecordContext, id: number, body: unknown, expected: ExpectedToken): Promise<Row> {
+  async execute(
+    ctx: RecordContext,
+    id: number,
+    body: unknown,
+    expected: ExpectedToken,
+    hooks: WriteHooks = {},
+  ): Promise<Row> {
     const { entity, policy } = ctx;
     const s = this.support;
     const checked = checkPayload(entity, policy, body, 'update');
@@ -94,6 +101,7 @@ export class UpdateRecord {
       for (const secret of secrets) after[secret.input] = '[changed]';
       const auditEntry = s.entry(ctx, 'entity.updated', id, before, after, at);
       await s.recordAudit(ctx, tx.config, auditEntry);
+      await hooks.beforeCommit?.(tx, id);
       return { entry: auditEntry, record: after, token: new Date(at).toISOString() };
     });
     await s.afterCommit(ctx, entry, [{ entity, ids: [id] }]);

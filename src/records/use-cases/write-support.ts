@@ -19,6 +19,16 @@ import type { CheckedPayload, AcceptedValue } from '../validation';
 import { fromDb, toDb } from '../values';
 
 /** D37's event type of an audit event: entity.created → created, and so on. */
+/**
+ * What a job adds to a write's own transaction (D49): a workflow step commits its node state and
+ * idempotency key with the record, so that the step and its write commit (or roll back) together.
+ * `beforeCommit` runs after the write and its audit row; throwing from it rolls everything back.
+ * Its bookkeeping belongs on `tx.config` (the configuration database).
+ */
+export interface WriteHooks {
+  beforeCommit?: (tx: WriteTx, id: number) => Promise<void>;
+}
+
 export const EVENT_TYPE = {
   'entity.created': 'created',
   'entity.updated': 'updated',

@@ -1,0 +1,74 @@
+import { INSTANCE_STATES } from './instance/state-machine';
+
+/** OpenAPI shapes of the workflow routes' `data`. */
+export const WORKFLOW_SCHEMA = {
+  type: 'object',
+  properties: {
+    id: { type: 'integer', example: 1 },
+    code: { type: 'string', example: 'customer_onboarding' },
+    name: { type: 'string', nullable: true, example: 'Customer onboarding' },
+    description: { type: 'string', nullable: true },
+    status: { type: 'string', enum: ['active', 'inactive'] },
+    version: { type: 'integer', example: 2 },
+    scope: { type: 'string', enum: ['system', 'tenant'] },
+  },
+};
+
+export const INSTANCE_SCHEMA = {
+  type: 'object',
+  properties: {
+    id: { type: 'integer', example: 1 },
+    workflowCode: { type: 'string', example: 'customer_onboarding' },
+    version: { type: 'integer', example: 2 },
+    status: { type: 'string', enum: [...INSTANCE_STATES] },
+    currentNode: { type: 'string', nullable: true, example: 'approve_gold' },
+    error: { type: 'string', nullable: true },
+    input: { type: 'object', additionalProperties: true, example: { customerId: 3, tier: 'gold' } },
+    context: { type: 'object', additionalProperties: true, description: 'Values set by `set` steps' },
+    startedBy: { type: 'integer', nullable: true },
+    createdAt: { type: 'string', format: 'date-time', nullable: true },
+    updatedAt: { type: 'string', format: 'date-time', nullable: true },
+    completedAt: { type: 'string', format: 'date-time', nullable: true },
+    waitingFor: {
+      type: 'object',
+      nullable: true,
+      properties: {
+        type: { type: 'string', enum: ['approval'] },
+        step: { type: 'string' },
+        message: { type: 'string' },
+        permission: { type: 'string' },
+        since: { type: 'string', format: 'date-time', nullable: true },
+      },
+    },
+    nodes: {
+      type: 'array',
+      description: 'Single instance only: one entry per step reached',
+      items: {
+        type: 'object',
+        properties: {
+          nodeId: { type: 'string' },
+          status: {
+            type: 'string',
+            enum: ['COMPLETED', 'WAITING', 'RETRYING', 'FAILED', 'REJECTED', 'TIMED_OUT'],
+          },
+          error: { type: 'string', nullable: true },
+          attempts: { type: 'integer' },
+          output: {},
+          startedAt: { type: 'string', format: 'date-time', nullable: true },
+          finishedAt: { type: 'string', format: 'date-time', nullable: true },
+        },
+      },
+    },
+  },
+};
+
+export const LOG_SCHEMA = {
+  type: 'object',
+  properties: {
+    id: { type: 'integer' },
+    level: { type: 'string', enum: ['debug', 'info', 'warn', 'error'] },
+    message: { type: 'string' },
+    data: {},
+    createdAt: { type: 'string', format: 'date-time', nullable: true },
+  },
+};

@@ -1,0 +1,391 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import {
+  ApiBody,
+  ApiOkResponse,
+  ApiOperation,
+  ApiParam,
+  ApiQuery,
+  ApiResponse,
+  ApiTags,
+} from '@nestjs/swagger';
+import {
+  Authenticated,
+  CurrentTenant,
+  CurrentUser,
+  RequestId,
+  RequireFeature,
+  RequirePermission,
+} from '../common/decorators/context.decorators';
+import { ValidationError, type FieldError } from '../common/errors/app-error';
+import { ApiErrors } from '../common/http/api-docs';
+import { Enveloped } from '../common/http/envelope';
+import type { AuthUser, TenantContext } from '../common/request-context';
+import { WorkflowDefinitionsService, type WorkflowSummary } from './definition/workflow-definitions.service';
+import type { LogRow } from './instance/instances.repository';
+import { INSTANCE_STATES, isInstanceState, type InstanceState } from './instance/state-machine';
+import {
+  WorkflowInstancesService,
+  type Actor,
+  type InstanceView,
+} from './instance/workflow-instances.service';
+import { INSTANCE_SCHEMA, LOG_SCHEMA, WORKFLOW_SCHEMA } from './workflow.api-docs';
+
+const MAX_TEXT = 2000;
+const CODE = /^[A-Za-z0-9_.-]{1,100}$/;
+
+function positiveId(value: string, field = 'id'): number {
+  const id = /^\d{1,15}$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(id) || id < 1)
+    throw new ValidationError('Validation failed', [{ field, error: 'must be a positive integer' }]);
+  return id;
+}
+
+/** `{reason?}` or `{comment?}` of a state change: an optional string, at most 2,000 characters. */
+function optionalText(body: unknown, key: 'reason' | 'comment'): string | null {
+  if (body === undefined || body === null) return null;
+  if (typeof body !== 'object' || Array.isArray(body))
+    throw new ValidationError('Validation failed', [{ field: 'body', error: 'must be a JSON object' }]);
+  const b = body as Record<string, unknown>;
+  const unknown = Object.keys(b).filter((k) => k !== key);
+  const problems: FieldError[] = unknown.map((k) => ({
+    field: k,
+    error: `is not a field of this request (only ${key})`,
+  }));
+  const value = b[key];
+  if (value !== undefined && value !== null && (typeof value !== 'string' || value.length > MAX_TEXT))
+    problems.push({ field: key, error: `must be a string of at most ${MAX_TEXT} characters` });
+  if (problems.length > 0) throw new ValidationError('Validation failed', problems);
+  return typeof value === 'string' && value.trim() !== '' ? value : null;
+}
+
+function intParam(
+  raw: string | undefined,
+  field: string,
+  def: number,
+  min: number,
+  max: number,
+  problems: FieldError[],
+): number {
+  if (raw === undefined || raw === '') return def;
+  const n = /^\d{1,9}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    problems.push({ field, error: `must be an integer from ${min} to ${max}` });
+    return def;
+  }
+  return n;
+}
+
+/**
+ * Workflow routes (D33, issue 12): definitions, start, instances, logs, pause, resume, cancel,
+ * approve, reject. Protected (token) and in the tenant feature `workflows` (D10); `read:workflow`
+ * to read, `execute:workflow` to start and change, the approval step's permission (default
+ * `approve:workflow`) to decide. Only this controller sees the HTTP request.
+ */
+@ApiTags('workflows')
+@RequireFeature('workflows')
+@Controller('api/v1/workflows')
+export class WorkflowController {
+  constructor(
+    private readonly definitions: WorkflowDefinitionsService,
+    private readonly instances: WorkflowInstancesService,
+  ) {}
+
+  @Get()
+  @RequirePermission('read:workflow')
+  @ApiOperation({
+    operationId: 'listWorkflows',
+    summary: "The tenant's and the system's workflow definitions, every version",
+  })
+  @ApiOkResponse({ schema: { type: 'array', items: WORKFLOW_SCHEMA } })
+  @ApiErrors('UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED')
+  async list(@CurrentTenant() tenant: TenantContext): Promise<WorkflowSummary[]> {
+    return this.definitions.list(tenant.id);
+  }
+
+  @Get('instances')
+  @RequirePermission('read:workflow')
+  @ApiOperation({
+    operationId: 'listWorkflowInstances',
+    summary: "The tenant's instances, newest first, with filters and pages",
+  })
+  @ApiQuery({ name: 'status', required: false, enum: [...INSTANCE_STATES] })
+  @ApiQuery({ name: 'code', required: false, example: 'customer_onboarding' })
+  @ApiQuery({ name: 'page', required: false, schema: { type: 'integer', minimum: 1, default: 1 } })
+  @ApiQuery({
+    name: 'pageSize',
+    required: false,
+    schema: { type: 'integer', minimum: 1, maximum: 100, default: 25 },
+  })
+  @ApiOkResponse({
+    description: 'data: instances; count, total, page, pageSize beside it',
+    schema: { type: 'array', items: INSTANCE_SCHEMA },
+  })
+  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED')
+  async instancesList(
+    @CurrentTenant() tenant: TenantContext,
+    @Query('status') status?: string,
+    @Query('code') code?: string,
+    @Query('page') pageRaw?: string,
+    @Query('pageSize') pageSizeRaw?: string,
+  ): Promise<Enveloped<InstanceView[]>> {
+    const problems: FieldError[] = [];
+    let state: InstanceState | undefined;
+    if (status !== undefined && status !== '') {
+      const upper = String(status).toUpperCase();
+      if (isInstanceState(upper)) state = upper;
+      else problems.push({ field: 'status', error: `must be one of ${INSTANCE_STATES.join(', ')}` });
+    }
+    if (code !== undefined && (typeof code !== 'string' || !CODE.test(code)))
+      problems.push({ field: 'code', error: 'must be a workflow code' });
+    const page = intParam(pageRaw, 'page', 1, 1, 1_000_000, problems);
+    const pageSize = intParam(pageSizeRaw, 'pageSize', 25, 1, 100, problems);
+    if (problems.length > 0) throw new ValidationError('Validation failed', problems);
+    const { rows, total } = await this.instances.list(tenant.id, {
+      status: state,
+      code: code || undefined,
+      limit: pageSize,
+      offset: (page - 1) * pageSize,
+    });
+    return new Enveloped(rows, { count: rows.length, total, page, pageSize });
+  }
+
+  @Post(':code/start')
+  @HttpCode(202)
+  @RequirePermission('execute:workflow')
+  @ApiOperation({
+    operationId: 'startWorkflow',
+    summary: 'Start an instance of the newest active version, or of `version`',
+  })
+  @ApiParam({ name: 'code', example: 'customer_onboarding' })
+  @ApiBody({
+    schema: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        input: { type: 'object', additionalProperties: true },
+        version: { type: 'integer', minimum: 1 },
+      },
+      example: { input: { customerId: 2, tier: 'silver' } },
+    },
+  })
+  @ApiResponse({ status: 202, description: 'Queued: the instance (status PENDING)', schema: INSTANCE_SCHEMA })
+  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
+  async start(
+    @CurrentTenant() tenant: TenantContext,
+    @CurrentUser() user: AuthUser,
+    @RequestId() requestId: string,
+    @Param('code') code: string,
+    @Body() body: unknown,
+  ): Promise<InstanceView> {
+    if (!CODE.test(code))
+      throw new ValidationError('Validation failed', [{ field: 'code', error: 'must be a workflow code' }]);
+    if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body)))
+      throw new ValidationError('Validation failed', [{ field: 'body', error: 'must be a JSON object' }]);
+    const b = (body ?? {}) as Record<string, unknown>;
+    const extra = Object.keys(b).filter((k) => k !== 'input' && k !== 'version');
+    if (extra.length > 0)
+      throw new ValidationError(
+        'Validation failed',
+        extra.map((k) => ({ field: k, error: 'is not a field of this request (input, version)' })),
+      );
+    return this.instances.start(this.actor(tenant, user, requestId), code, b);
+  }
+
+  @Get('instances/:id')
+  @RequirePermission('read:workflow')
+  @ApiOperation({
+    operationId: 'getWorkflowInstance',
+    summary: 'An instance: status, current step, context, node states',
+  })
+  @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1 } })
+  @ApiOkResponse({ schema: INSTANCE_SCHEMA })
+  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
+  async get(@CurrentTenant() tenant: TenantContext, @Param('id') id: string): Promise<InstanceView> {
+    return this.instances.get(tenant.id, positiveId(id), true);
+  }
+
+  @Get('instances/:id/logs')
+  @RequirePermission('read:workflow')
+  @ApiOperation({
+    operationId: 'getWorkflowInstanceLogs',
+    summary: "An instance's log (wft_logs), oldest first; `after` pages on",
+  })
+  @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1 } })
+  @ApiQuery({
+    name: 'after',
+    required: false,
+    description: 'The last log id already read',
+    schema: { type: 'integer', minimum: 0 },
+  })
+  @ApiQuery({
+    name: 'limit',
+    required: false,
+    schema: { type: 'integer', minimum: 1, maximum: 500, default: 100 },
+  })
+  @ApiOkResponse({ schema: { type: 'array', items: LOG_SCHEMA } })
+  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
+  async logs(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('id') id: string,
+    @Query('after') after?: string,
+    @Query('limit') limit?: string,
+  ): Promise<Array<Omit<LogRow, 'createdAt'> & { createdAt: string | null }>> {
+    const problems: FieldError[] = [];
+    const afterId = intParam(after, 'after', 0, 0, 999_999_999, problems);
+    const size = intParam(limit, 'limit', 100, 1, 500, problems);
+    const instanceId = positiveId(id);
+    if (problems.length > 0) throw new ValidationError('Validation failed', problems);
+    const rows = await this.instances.logs(tenant.id, instanceId, { afterId, limit: size });
+    return rows.map((r) => ({
+      ...r,
+      createdAt: r.createdAt === null ? null : new Date(r.createdAt).toISOString(),
+    }));
+  }
+
+  @Post('instances/:id/pause')
+  @HttpCode(200)
+  @RequirePermission('execute:workflow')
+  @ApiOperation({
+    operationId: 'pauseWorkflowInstance',
+    summary: 'Pause (PENDING or RUNNING → PAUSED); takes effect before the next step',
+  })
+  @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1 } })
+  @ApiBody({
+    required: false,
+    schema: { type: 'object', properties: { reason: { type: 'string', maxLength: MAX_TEXT } } },
+  })
+  @ApiOkResponse({ schema: INSTANCE_SCHEMA })
+  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND', 'CONFLICT')
+  async pause(
+    @CurrentTenant() tenant: TenantContext,
+    @CurrentUser() user: AuthUser,
+    @RequestId() requestId: string,
+    @Param('id') id: string,
+    @Body() body: unknown,
+  ): Promise<InstanceView> {
+    return this.instances.pause(
+      this.actor(tenant, user, requestId),
+      positiveId(id),
+      optionalText(body, 'reason'),
+    );
+  }
+
+  @Post('instances/:id/resume')
+  @HttpCode(200)
+  @RequirePermission('execute:workflow')
+  @ApiOperation({
+    operationId: 'resumeWorkflowInstance',
+    summary: 'Resume (PAUSED → RUNNING); its queued steps run again',
+  })
+  @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1 } })
+  @ApiBody({
+    required: false,
+    schema: { type: 'object', properties: { reason: { type: 'string', maxLength: MAX_TEXT } } },
+  })
+  @ApiOkResponse({ schema: INSTANCE_SCHEMA })
+  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND', 'CONFLICT')
+  async resume(
+    @CurrentTenant() tenant: TenantContext,
+    @CurrentUser() user: AuthUser,
+    @RequestId() requestId: string,
+    @Param('id') id: string,
+    @Body() body: unknown,
+  ): Promise<InstanceView> {
+    return this.instances.resume(
+      this.actor(tenant, user, requestId),
+      positiveId(id),
+      optionalText(body, 'reason'),
+    );
+  }
+
+  @Post('instances/:id/cancel')
+  @HttpCode(200)
+  @RequirePermission('execute:workflow')
+  @ApiOperation({
+    operationId: 'cancelWorkflowInstance',
+    summary: 'Cancel (any non-final state → CANCELLED); queued steps are cleared',
+  })
+  @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1 } })
+  @ApiBody({
+    required: false,
+    schema: { type: 'object', properties: { reason: { type: 'string', maxLength: MAX_TEXT } } },
+  })
+  @ApiOkResponse({ schema: INSTANCE_SCHEMA })
+  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND', 'CONFLICT')
+  async cancel(
+    @CurrentTenant() tenant: TenantContext,
+    @CurrentUser() user: AuthUser,
+    @RequestId() requestId: string,
+    @Param('id') id: string,
+    @Body() body: unknown,
+  ): Promise<InstanceView> {
+    return this.instances.cancel(
+      this.actor(tenant, user, requestId),
+      positiveId(id),
+      optionalText(body, 'reason'),
+    );
+  }
+
+  @Post('instances/:id/approve')
+  @HttpCode(200)
+  @Authenticated()
+  @ApiOperation({
+    operationId: 'approveWorkflowInstance',
+    summary:
+      'Approve the approval step the instance waits at (approve:workflow; not the starter unless allowSelfApproval)',
+  })
+  @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1 } })
+  @ApiBody({
+    required: false,
+    schema: { type: 'object', properties: { comment: { type: 'string', maxLength: MAX_TEXT } } },
+  })
+  @ApiOkResponse({ schema: INSTANCE_SCHEMA })
+  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND', 'CONFLICT')
+  async approve(
+    @CurrentTenant() tenant: TenantContext,
+    @CurrentUser() user: AuthUser,
+    @RequestId() requestId: string,
+    @Param('id') id: string,
+    @Body() body: unknown,
+  ): Promise<InstanceView> {
+    return this.instances.decide(
+      this.actor(tenant, user, requestId),
+      positiveId(id),
+      'approved',
+      optionalText(body, 'comment'),
+    );
+  }
+
+  @Post('instances/:id/reject')
+  @HttpCode(200)
+  @Authenticated()
+  @ApiOperation({
+    operationId: 'rejectWorkflowInstance',
+    summary: 'Reject the approval step the instance waits at: its onReject step, or the instance fails',
+  })
+  @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1 } })
+  @ApiBody({
+    required: false,
+    schema: { type: 'object', properties: { comment: { type: 'string', maxLength: MAX_TEXT } } },
+  })
+  @ApiOkResponse({ schema: INSTANCE_SCHEMA })
+  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND', 'CONFLICT')
+  async reject(
+    @CurrentTenant() tenant: TenantContext,
+    @CurrentUser() user: AuthUser,
+    @RequestId() requestId: string,
+    @Param('id') id: string,
+    @Body() body: unknown,
+  ): Promise<InstanceView> {
+    return this.instances.decide(
+      this.actor(tenant, user, requestId),
+      positiveId(id),
+      'rejected',
+      optionalText(body, 'comment'),
+    );
+  }
+
+  private actor(tenant: TenantContext, user: AuthUser, requestId: string): Actor {
+    return { tenantId: tenant.id, user, requestId };
+  }
+}
