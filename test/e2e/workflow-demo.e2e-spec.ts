@@ -121,7 +121,7 @@ describe('customer_onboarding (issue 12)', () => {
     expect(ok.statusCode).toBe(200);
     const done = await settled(id, 'COMPLETED');
     const approval = (done.nodes as Rec[]).find((n) => n.nodeId === 'approve_gold');
-    expect(approval.output).toMatchObject({
+    expect(approval?.output).toMatchObject({
       decision: 'approved',
       comment: 'Looks good',
       approver: { email: 'root@acme.test' },
