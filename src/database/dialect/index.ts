@@ -86,3 +86,14 @@ export function dialectTypes(dialect: Dialect): DialectTypes {
 
 export { rowLockFor, type RowLockMode } from './row-locks';
 export { fromDbTimestamp, toDbTimestamp } from './timestamps';
+
+/**
+ * `column = :param` compared exactly (case and trailing spaces count) on every dialect: MariaDB's
+ * and SQL Server's default collations compare case-insensitively, so a code filter there would
+ * match `WFR_LIST` for `wfr_list`. `column` and `param` are identifiers of the caller, never input.
+ */
+export function exactEquals(dialect: Dialect, column: string, param: string): string {
+  if (dialect === 'mysql') return `BINARY ${column} = :${param}`;
+  if (dialect === 'mssql') return `${column} = :${param} COLLATE Latin1_General_100_BIN2`;
+  return `${column} = :${param}`;
+}

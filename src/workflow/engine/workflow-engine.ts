@@ -567,13 +567,20 @@ export class WorkflowEngine {
           );
           return;
         }
+        const waiting = (await this.instances.nodeStates(row.tenantId, row.instanceId)).find(
+          (s) => s.nodeId === step.id,
+        );
         await this.instances.saveNodeState(qr, row.tenantId, row.instanceId, {
           nodeId: step.id,
           status: 'TIMED_OUT',
           attempts: 1,
-          startedAt: now,
+          startedAt: waiting?.startedAt ?? now,
           finishedAt: now,
-          output: { decision: 'timed out', decidedAt: new Date(now).toISOString() },
+          output: {
+            ...asObject(waiting?.output),
+            decision: 'timed out',
+            decidedAt: new Date(now).toISOString(),
+          },
         });
         if (onTimeout === 'fail')
           await this.failLocked(qr, locked, `Approval at ${step.id} timed out`, {}, now);

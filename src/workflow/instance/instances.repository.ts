@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { QueryRunner, SelectQueryBuilder } from 'typeorm';
 import { DatabaseService } from '../../database/database.service';
-import { dialectOf, fromDbTimestamp, rowLockFor, toDbTimestamp } from '../../database/dialect';
+import { dialectOf, exactEquals, fromDbTimestamp, rowLockFor, toDbTimestamp } from '../../database/dialect';
 import { insertedKeyOf, returningOf } from '../../database/dialect/returning';
 import { isInstanceState, type InstanceState } from './state-machine';
 import { jsonObject, parseJsonColumn, textOf } from './json';
@@ -183,20 +183,28 @@ export class InstancesRepository {
    * a step's commit, a pause, a cancel and an approval of one instance exclude each other.
    */
   async lock(qr: QueryRunner, tenantId: string, id: number): Promise<InstanceRow | undefined> {
+    const raw = await this.lockQuery(qr, tenantId, id).getRawOne<Record<string, unknown>>();
+    return raw ? this.toInstance(raw) : undefined;
+  }
+
+  /** The SELECT … FOR UPDATE (SQL Server: WITH (UPDLOCK, ROWLOCK)) of `lock`. */
+  lockQuery(qr: QueryRunner, tenantId: string, id: number): SelectQueryBuilder<Record<string, unknown>> {
     const qb = this.select(qr).where('i.wfi_id = :id AND i.wfi_tenant_id = :tenant', {
       id,
       tenant: tenantNumber(tenantId),
     });
-    const lock = rowLockFor(dialectOf(this.driverType), 'parent-of-delete');
+    const lock = rowLockFor(dialectOf(qr.connection.driver.options.type), 'parent-of-delete');
     if (lock) qb.setLock(lock);
-    const raw = await qb.getRawOne<Record<string, unknown>>();
-    return raw ? this.toInstance(raw) : undefined;
+    return qb;
   }
 
   async list(tenantId: string, filter: InstanceFilter): Promise<{ rows: InstanceRow[]; total: number }> {
     const qb = this.select().where('i.wfi_tenant_id = :tenant', { tenant: tenantNumber(tenantId) });
     if (filter.status) qb.andWhere('i.wfi_status = :status', { status: filter.status });
-    if (filter.code) qb.andWhere('i.wfi_workflow_code = :code', { code: filter.code });
+    if (filter.code)
+      qb.andWhere(exactEquals(dialectOf(this.driverType), 'i.wfi_workflow_code', 'code'), {
+        code: filter.code,
+      });
     const totalRaw = await qb.clone().select('COUNT(*)', 'n').getRawOne<{ n: unknown }>();
     const raws = await qb
       .orderBy('i.wfi_id', 'DESC')
@@ -253,6 +261,39 @@ export class InstancesRepository {
       startedAt: fromDbTimestamp(r.wns_started_at, this.driverType),
       finishedAt: fromDbTimestamp(r.wns_finished_at, this.driverType),
     }));
+  }
+
+  /** The nodes that wait (approval steps) of the given instances, by instance id. */
+  async waitingNodes(tenantId: string, instanceIds: number[]): Promise<Map<number, NodeStateRow>> {
+    const out = new Map<number, NodeStateRow>();
+    if (instanceIds.length === 0) return out;
+    const raws = await this.database.dataSource
+      .createQueryBuilder()
+      .select([
+        'n.wns_instance_id AS wns_instance_id',
+        'n.wns_node_id AS wns_node_id',
+        'n.wns_status AS wns_status',
+        'n.wns_attempts AS wns_attempts',
+        'n.wns_output AS wns_output',
+        'n.wns_started_at AS wns_started_at',
+      ])
+      .from('wft_node_states', 'n')
+      .where("n.wns_tenant_id = :tenant AND n.wns_status = 'WAITING' AND n.wns_instance_id IN (:...ids)", {
+        tenant: tenantNumber(tenantId),
+        ids: instanceIds,
+      })
+      .getRawMany<Record<string, unknown>>();
+    for (const r of raws)
+      out.set(Number(r.wns_instance_id), {
+        nodeId: String(textOf(r.wns_node_id)),
+        status: 'WAITING',
+        error: null,
+        attempts: Number(r.wns_attempts ?? 0),
+        output: parseJsonColumn(r.wns_output) ?? null,
+        startedAt: fromDbTimestamp(r.wns_started_at, this.driverType),
+        finishedAt: null,
+      });
+    return out;
   }
 
   /**

@@ -158,7 +158,17 @@ export class WorkflowInstancesService {
 
   async list(tenantId: string, filter: InstanceFilter): Promise<{ rows: InstanceView[]; total: number }> {
     const { rows, total } = await this.instances.list(tenantId, filter);
-    return { rows: rows.map((r) => this.view(r, [], false)), total };
+    const waiting = await this.instances.waitingNodes(
+      tenantId,
+      rows.map((r) => r.id),
+    );
+    return {
+      rows: rows.map((r) => {
+        const node = waiting.get(r.id);
+        return this.view(r, node ? [node] : [], false);
+      }),
+      total,
+    };
   }
 
   async logs(tenantId: string, id: number, page: { afterId: number; limit: number }): Promise<LogRow[]> {
