@@ -132,4 +132,13 @@ describe('customer_onboarding (issue 12)', () => {
     expect(again.statusCode).toBe(409);
     expect(again.json().error.details).toMatchObject({ status: 'COMPLETED' });
   });
+
+  it('should expose queue depth, step latency and step outcomes by step type on /metrics', async () => {
+    const text = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(text).toMatch(/^workflow_queue_depth\{status="ready"\} \d+$/m);
+    expect(text).toMatch(/^workflow_steps_total\{type="entity\.update",outcome="completed"\} [1-9]\d*$/m);
+    expect(text).toMatch(/^workflow_steps_total\{type="approval",outcome="waiting"\} [1-9]\d*$/m);
+    expect(text).toMatch(/^workflow_step_duration_seconds_count\{type="log",outcome="completed"\} [1-9]\d*$/m);
+    expect(text).toContain('# TYPE workflow_step_retries_total counter');
+  });
 });
