@@ -1,4 +1,10 @@
+import { applyDecorators, HttpCode } from '@nestjs/common';
+import { ApiBody, ApiOkResponse, ApiOperation, ApiParam } from '@nestjs/swagger';
+import { ApiErrors } from '../common/http/api-docs';
 import { INSTANCE_STATES } from './instance/state-machine';
+
+/** The longest `reason` or `comment` of a state change. */
+export const MAX_TEXT = 2000;
 
 /** OpenAPI shapes of the workflow routes' `data`. */
 export const WORKFLOW_SCHEMA = {
@@ -72,3 +78,25 @@ export const LOG_SCHEMA = {
     createdAt: { type: 'string', format: 'date-time', nullable: true },
   },
 };
+
+/**
+ * The OpenAPI of a state change of an instance (pause, resume, cancel, approve, reject): 200 with
+ * the instance, an optional body `{reason}` or `{comment}`, 409 when illegal in the current state.
+ */
+export function ApiInstanceChange(
+  operationId: string,
+  summary: string,
+  bodyKey: 'reason' | 'comment',
+): MethodDecorator {
+  return applyDecorators(
+    HttpCode(200),
+    ApiOperation({ operationId, summary }),
+    ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1 } }),
+    ApiBody({
+      required: false,
+      schema: { type: 'object', properties: { [bodyKey]: { type: 'string', maxLength: MAX_TEXT } } },
+    }),
+    ApiOkResponse({ schema: INSTANCE_SCHEMA }),
+    ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND', 'CONFLICT'),
+  );
+}

@@ -28,9 +28,14 @@ import {
   type Actor,
   type InstanceView,
 } from './instance/workflow-instances.service';
-import { INSTANCE_SCHEMA, LOG_SCHEMA, WORKFLOW_SCHEMA } from './workflow.api-docs';
+import {
+  ApiInstanceChange,
+  INSTANCE_SCHEMA,
+  LOG_SCHEMA,
+  MAX_TEXT,
+  WORKFLOW_SCHEMA,
+} from './workflow.api-docs';
 
-const MAX_TEXT = 2000;
 const CODE = /^[A-Za-z0-9_.-]{1,100}$/;
 
 function positiveId(value: string, field = 'id'): number {
@@ -243,19 +248,12 @@ export class WorkflowController {
   }
 
   @Post('instances/:id/pause')
-  @HttpCode(200)
   @RequirePermission('execute:workflow')
-  @ApiOperation({
-    operationId: 'pauseWorkflowInstance',
-    summary: 'Pause (PENDING or RUNNING → PAUSED); takes effect before the next step',
-  })
-  @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1 } })
-  @ApiBody({
-    required: false,
-    schema: { type: 'object', properties: { reason: { type: 'string', maxLength: MAX_TEXT } } },
-  })
-  @ApiOkResponse({ schema: INSTANCE_SCHEMA })
-  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND', 'CONFLICT')
+  @ApiInstanceChange(
+    'pauseWorkflowInstance',
+    'Pause (PENDING or RUNNING → PAUSED); takes effect before the next step',
+    'reason',
+  )
   async pause(
     @CurrentTenant() tenant: TenantContext,
     @CurrentUser() user: AuthUser,
@@ -271,19 +269,12 @@ export class WorkflowController {
   }
 
   @Post('instances/:id/resume')
-  @HttpCode(200)
   @RequirePermission('execute:workflow')
-  @ApiOperation({
-    operationId: 'resumeWorkflowInstance',
-    summary: 'Resume (PAUSED → RUNNING); its queued steps run again',
-  })
-  @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1 } })
-  @ApiBody({
-    required: false,
-    schema: { type: 'object', properties: { reason: { type: 'string', maxLength: MAX_TEXT } } },
-  })
-  @ApiOkResponse({ schema: INSTANCE_SCHEMA })
-  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND', 'CONFLICT')
+  @ApiInstanceChange(
+    'resumeWorkflowInstance',
+    'Resume (PAUSED → RUNNING); its queued steps run again',
+    'reason',
+  )
   async resume(
     @CurrentTenant() tenant: TenantContext,
     @CurrentUser() user: AuthUser,
@@ -299,19 +290,12 @@ export class WorkflowController {
   }
 
   @Post('instances/:id/cancel')
-  @HttpCode(200)
   @RequirePermission('execute:workflow')
-  @ApiOperation({
-    operationId: 'cancelWorkflowInstance',
-    summary: 'Cancel (any non-final state → CANCELLED); queued steps are cleared',
-  })
-  @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1 } })
-  @ApiBody({
-    required: false,
-    schema: { type: 'object', properties: { reason: { type: 'string', maxLength: MAX_TEXT } } },
-  })
-  @ApiOkResponse({ schema: INSTANCE_SCHEMA })
-  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND', 'CONFLICT')
+  @ApiInstanceChange(
+    'cancelWorkflowInstance',
+    'Cancel (any non-final state → CANCELLED); queued steps are cleared',
+    'reason',
+  )
   async cancel(
     @CurrentTenant() tenant: TenantContext,
     @CurrentUser() user: AuthUser,
@@ -327,20 +311,12 @@ export class WorkflowController {
   }
 
   @Post('instances/:id/approve')
-  @HttpCode(200)
   @Authenticated()
-  @ApiOperation({
-    operationId: 'approveWorkflowInstance',
-    summary:
-      'Approve the approval step the instance waits at (approve:workflow; not the starter unless allowSelfApproval)',
-  })
-  @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1 } })
-  @ApiBody({
-    required: false,
-    schema: { type: 'object', properties: { comment: { type: 'string', maxLength: MAX_TEXT } } },
-  })
-  @ApiOkResponse({ schema: INSTANCE_SCHEMA })
-  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND', 'CONFLICT')
+  @ApiInstanceChange(
+    'approveWorkflowInstance',
+    'Approve the approval step the instance waits at (approve:workflow; not the starter unless allowSelfApproval)',
+    'comment',
+  )
   async approve(
     @CurrentTenant() tenant: TenantContext,
     @CurrentUser() user: AuthUser,
@@ -357,19 +333,12 @@ export class WorkflowController {
   }
 
   @Post('instances/:id/reject')
-  @HttpCode(200)
   @Authenticated()
-  @ApiOperation({
-    operationId: 'rejectWorkflowInstance',
-    summary: 'Reject the approval step the instance waits at: its onReject step, or the instance fails',
-  })
-  @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1 } })
-  @ApiBody({
-    required: false,
-    schema: { type: 'object', properties: { comment: { type: 'string', maxLength: MAX_TEXT } } },
-  })
-  @ApiOkResponse({ schema: INSTANCE_SCHEMA })
-  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND', 'CONFLICT')
+  @ApiInstanceChange(
+    'rejectWorkflowInstance',
+    'Reject the approval step the instance waits at: its onReject step, or the instance fails',
+    'comment',
+  )
   async reject(
     @CurrentTenant() tenant: TenantContext,
     @CurrentUser() user: AuthUser,

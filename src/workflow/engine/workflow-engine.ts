@@ -141,21 +141,20 @@ export class WorkflowEngine {
       try {
         definition = await this.definitions.byId(row.tenantId, instance.workflowId);
       } catch (err) {
-        await this.failInstance(row, instance, row.nodeId, `Definition unusable: ${messageOf(err)}`);
+        await this.failInstance(row, row.nodeId, `Definition unusable: ${messageOf(err)}`);
         return;
       }
       const step = definition.schema.byId.get(row.nodeId);
       if (!step) {
         await this.failInstance(
           row,
-          instance,
           row.nodeId,
           `Step ${row.nodeId} is not in version ${definition.version}`,
         );
         return;
       }
       if (row.kind === 'timeout') {
-        await this.approvalTimedOut(row, instance, definition, step);
+        await this.approvalTimedOut(row, step);
         return;
       }
       await this.runStep(row, instance, definition, step);
@@ -352,6 +351,49 @@ export class WorkflowEngine {
     );
   }
 
+  /**
+   * Where a step's `onError`, `onTimeout` or `onReject` sends a locked instance: `fail` ends it as
+   * FAILED with `failure`; `continue` goes on at the step's `next`; anything else is a step id.
+   */
+  async goTo(
+    qr: QueryRunner,
+    instance: InstanceRow,
+    step: StepDef,
+    target: string,
+    failure: string,
+    now: number,
+  ): Promise<void> {
+    if (target === 'fail') await this.failLocked(qr, instance, failure, {}, now);
+    else
+      await this.continueWith(
+        qr,
+        instance,
+        { next: target === 'continue' ? (step.next ?? null) : target },
+        {},
+        now,
+      );
+  }
+
+  /**
+   * A fenced transaction for a claimed row: committed, then the events; or, when the instance moved
+   * on meanwhile (StepAborted), the row is held or dropped. Whether it committed.
+   */
+  private async fencedForRow(
+    row: QueueRow,
+    work: (qr: QueryRunner, locked: InstanceRow) => Promise<void>,
+  ): Promise<boolean> {
+    try {
+      await this.transaction(async (qr) =>
+        work(qr, await this.fence(qr, row.tenantId, row.instanceId, row.stepSeq)),
+      );
+      return true;
+    } catch (err) {
+      if (!(err instanceof StepAborted)) throw err;
+      await this.aborted(row, err);
+      return false;
+    }
+  }
+
   /** Events and wake-ups once a commit has landed. */
   async afterCommit(row: Pick<QueueRow, 'tenantId' | 'instanceId'>, step?: StepDef): Promise<void> {
     const now = await this.instances.find(row.tenantId, row.instanceId);
@@ -409,98 +451,82 @@ export class WorkflowEngine {
     const message = messageOf(err);
     const policy = retryPolicyOf(definition.schema, step);
     const retry = !isPermanent(err) && row.attempt < policy.maxAttempts;
-    try {
-      await this.transaction(async (qr) => {
-        const instance = await this.fence(qr, row.tenantId, row.instanceId, row.stepSeq);
-        const now = Date.now();
-        await this.instances.insertStepKey(
-          qr,
-          row.tenantId,
-          row.instanceId,
-          { stepSeq: row.stepSeq, nodeId: step.id, attempt: row.attempt },
-          now,
-        );
-        await this.queue.delete(qr, row.id);
-        if (retry) {
-          const delay = retryDelayMs(policy, row.attempt);
-          await this.instances.saveNodeState(qr, row.tenantId, row.instanceId, {
-            nodeId: step.id,
-            status: 'RETRYING',
-            error: message,
-            attempts: row.attempt,
-            startedAt,
-          });
-          await this.instances.insertLog(
-            qr,
-            row.tenantId,
-            row.instanceId,
-            {
-              level: 'warn',
-              message: `Step ${step.id} failed (attempt ${row.attempt} of ${policy.maxAttempts}); retrying in ${delay} ms: ${message}`,
-              data: { step: step.id, attempt: row.attempt, delayMs: delay },
-            },
-            now,
-          );
-          const seq = instance.stepSeq + 1;
-          await this.queue.enqueue(
-            qr,
-            {
-              tenantId: row.tenantId,
-              instanceId: row.instanceId,
-              nodeId: step.id,
-              kind: 'step',
-              attempt: row.attempt + 1,
-              stepSeq: seq,
-              availableAt: now + delay,
-            },
-            now,
-          );
-          await this.instances.update(
-            qr,
-            row.tenantId,
-            row.instanceId,
-            { wfi_step_seq: seq, wfi_status: 'RUNNING' },
-            now,
-          );
-          return;
-        }
+    const done = await this.fencedForRow(row, async (qr, instance) => {
+      const now = Date.now();
+      await this.instances.insertStepKey(
+        qr,
+        row.tenantId,
+        row.instanceId,
+        { stepSeq: row.stepSeq, nodeId: step.id, attempt: row.attempt },
+        now,
+      );
+      await this.queue.delete(qr, row.id);
+      if (retry) {
+        const delay = retryDelayMs(policy, row.attempt);
         await this.instances.saveNodeState(qr, row.tenantId, row.instanceId, {
           nodeId: step.id,
-          status: 'FAILED',
+          status: 'RETRYING',
           error: message,
           attempts: row.attempt,
           startedAt,
-          finishedAt: now,
         });
         await this.instances.insertLog(
           qr,
           row.tenantId,
           row.instanceId,
           {
-            level: 'error',
-            message: `Step ${step.id} failed after ${row.attempt} attempt(s): ${message}`,
-            data: { step: step.id, attempt: row.attempt },
+            level: 'warn',
+            message: `Step ${step.id} failed (attempt ${row.attempt} of ${policy.maxAttempts}); retrying in ${delay} ms: ${message}`,
+            data: { step: step.id, attempt: row.attempt, delayMs: delay },
           },
           now,
         );
-        const onError = step.onError ?? definition.schema.errorHandling.onFailure;
-        if (onError === 'fail') await this.failLocked(qr, instance, `Step ${step.id}: ${message}`, {}, now);
-        else
-          await this.continueWith(
-            qr,
-            instance,
-            { next: onError === 'continue' ? (step.next ?? null) : onError },
-            {},
-            now,
-          );
-      });
-    } catch (e) {
-      if (e instanceof StepAborted) {
-        await this.aborted(row, e);
+        const seq = instance.stepSeq + 1;
+        await this.queue.enqueue(
+          qr,
+          {
+            tenantId: row.tenantId,
+            instanceId: row.instanceId,
+            nodeId: step.id,
+            kind: 'step',
+            attempt: row.attempt + 1,
+            stepSeq: seq,
+            availableAt: now + delay,
+          },
+          now,
+        );
+        await this.instances.update(
+          qr,
+          row.tenantId,
+          row.instanceId,
+          { wfi_step_seq: seq, wfi_status: 'RUNNING' },
+          now,
+        );
         return;
       }
-      throw e;
-    }
+      await this.instances.saveNodeState(qr, row.tenantId, row.instanceId, {
+        nodeId: step.id,
+        status: 'FAILED',
+        error: message,
+        attempts: row.attempt,
+        startedAt,
+        finishedAt: now,
+      });
+      await this.instances.insertLog(
+        qr,
+        row.tenantId,
+        row.instanceId,
+        {
+          level: 'error',
+          message: `Step ${step.id} failed after ${row.attempt} attempt(s): ${message}`,
+          data: { step: step.id, attempt: row.attempt },
+        },
+        now,
+      );
+      const onError = step.onError ?? definition.schema.errorHandling.onFailure;
+      await this.goTo(qr, instance, step, onError, `Step ${step.id}: ${message}`, now);
+    });
+    if (!done) return;
     if (retry) this.telemetry.retry(step.type);
     this.telemetry.step(step.type, retry ? 'retry' : 'failed', (Date.now() - startedAt) / 1000);
     this.logger.warn(
@@ -511,95 +537,54 @@ export class WorkflowEngine {
   }
 
   /** The definition or step is gone: the instance cannot go on. */
-  private async failInstance(
-    row: QueueRow,
-    instance: InstanceRow,
-    nodeId: string,
-    message: string,
-  ): Promise<void> {
-    try {
-      await this.transaction(async (qr) => {
-        const locked = await this.fence(qr, row.tenantId, row.instanceId, row.stepSeq);
-        await this.failLocked(qr, locked, message, { wfi_current_node: nodeId }, Date.now());
-      });
-    } catch (err) {
-      if (err instanceof StepAborted) return this.aborted(row, err);
-      throw err;
-    }
-    await this.afterCommit(row);
-    void instance;
+  private async failInstance(row: QueueRow, nodeId: string, message: string): Promise<void> {
+    const done = await this.fencedForRow(row, (qr, locked) =>
+      this.failLocked(qr, locked, message, { wfi_current_node: nodeId }, Date.now()),
+    );
+    if (done) await this.afterCommit(row);
   }
 
   /** An approval step's `timeoutS` came due while it still waits: its `onTimeout` decides. */
-  private async approvalTimedOut(
-    row: QueueRow,
-    instance: InstanceRow,
-    definition: WorkflowDefinition,
-    step: StepDef,
-  ): Promise<void> {
+  private async approvalTimedOut(row: QueueRow, step: StepDef): Promise<void> {
     const onTimeout = typeof step.config.onTimeout === 'string' ? step.config.onTimeout : 'fail';
-    try {
-      await this.transaction(async (qr) => {
-        const locked = await this.fence(qr, row.tenantId, row.instanceId, row.stepSeq);
-        const now = Date.now();
-        await this.queue.delete(qr, row.id);
-        await this.instances.insertLog(
-          qr,
-          row.tenantId,
-          row.instanceId,
-          {
-            level: 'warn',
-            message: `Approval at ${step.id} timed out (onTimeout: ${onTimeout})`,
-            data: { step: step.id },
-          },
-          now,
-        );
-        const decidedBy = { userId: null, email: 'system (timeout)' };
-        if (onTimeout === 'approve' || onTimeout === 'reject') {
-          await this.decideLocked(
-            qr,
-            locked,
-            step,
-            onTimeout === 'approve' ? 'approved' : 'rejected',
-            decidedBy,
-            'timed out',
-            now,
-          );
-          return;
-        }
-        const waiting = (await this.instances.nodeStates(row.tenantId, row.instanceId)).find(
-          (s) => s.nodeId === step.id,
-        );
-        await this.instances.saveNodeState(qr, row.tenantId, row.instanceId, {
-          nodeId: step.id,
-          status: 'TIMED_OUT',
-          attempts: 1,
-          startedAt: waiting?.startedAt ?? now,
-          finishedAt: now,
-          output: {
-            ...asObject(waiting?.output),
-            decision: 'timed out',
-            decidedAt: new Date(now).toISOString(),
-          },
-        });
-        if (onTimeout === 'fail')
-          await this.failLocked(qr, locked, `Approval at ${step.id} timed out`, {}, now);
-        else
-          await this.continueWith(
-            qr,
-            locked,
-            { next: onTimeout === 'continue' ? (step.next ?? null) : onTimeout },
-            {},
-            now,
-          );
+    const done = await this.fencedForRow(row, async (qr, locked) => {
+      const now = Date.now();
+      await this.queue.delete(qr, row.id);
+      await this.instances.insertLog(
+        qr,
+        row.tenantId,
+        row.instanceId,
+        {
+          level: 'warn',
+          message: `Approval at ${step.id} timed out (onTimeout: ${onTimeout})`,
+          data: { step: step.id },
+        },
+        now,
+      );
+      if (onTimeout === 'approve' || onTimeout === 'reject') {
+        const decision = onTimeout === 'approve' ? 'approved' : 'rejected';
+        const by = { userId: null, email: 'system (timeout)' };
+        await this.decideLocked(qr, locked, step, decision, by, 'timed out', now);
+        return;
+      }
+      const waiting = (await this.instances.nodeStates(row.tenantId, row.instanceId)).find(
+        (s) => s.nodeId === step.id,
+      );
+      await this.instances.saveNodeState(qr, row.tenantId, row.instanceId, {
+        nodeId: step.id,
+        status: 'TIMED_OUT',
+        attempts: 1,
+        startedAt: waiting?.startedAt ?? now,
+        finishedAt: now,
+        output: {
+          ...asObject(waiting?.output),
+          decision: 'timed out',
+          decidedAt: new Date(now).toISOString(),
+        },
       });
-    } catch (err) {
-      if (err instanceof StepAborted) return this.aborted(row, err);
-      throw err;
-    }
-    void instance;
-    void definition;
-    await this.afterCommit(row, step);
+      await this.goTo(qr, locked, step, onTimeout, `Approval at ${step.id} timed out`, now);
+    });
+    if (done) await this.afterCommit(row, step);
   }
 
   /**
@@ -649,22 +634,14 @@ export class WorkflowEngine {
       return;
     }
     const onReject = typeof step.config.onReject === 'string' ? step.config.onReject : 'fail';
-    if (onReject === 'fail')
-      await this.failLocked(
-        qr,
-        instance,
-        `Rejected at ${step.id} by ${by.email}${comment ? `: ${comment}` : ''}`,
-        {},
-        now,
-      );
-    else
-      await this.continueWith(
-        qr,
-        instance,
-        { next: onReject === 'continue' ? (step.next ?? null) : onReject },
-        {},
-        now,
-      );
+    await this.goTo(
+      qr,
+      instance,
+      step,
+      onReject,
+      `Rejected at ${step.id} by ${by.email}${comment ? `: ${comment}` : ''}`,
+      now,
+    );
   }
 }
 
