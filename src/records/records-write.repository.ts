@@ -1,3 +1,4 @@
+import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel';
 import { Injectable, Logger } from '@nestjs/common';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { ConflictError } from '../common/errors/app-error';
@@ -102,14 +103,18 @@ export class RecordsWriteRepository {
    * second COMMIT fail (the server went away in between), the change stands and its audit row is
    * lost; this is logged as an error, and the structured audit log event still records the change.
    */
-  async transaction<T>(dataDs: DataSource, work: (tx: WriteTx) => Promise<T>): Promise<T> {
+  async transaction<T>(
+    dataDs: DataSource,
+    work: (tx: WriteTx) => Promise<T>,
+    isolation?: IsolationLevel,
+  ): Promise<T> {
     const configDs = this.database.dataSource;
     const run = async (): Promise<T> => {
-      const config = await this.begin(configDs);
+      const config = await this.begin(configDs, isolation);
       let data = config;
       let tx: WriteTx | undefined;
       try {
-        if (dataDs !== configDs) data = await this.begin(dataDs);
+        if (dataDs !== configDs) data = await this.begin(dataDs, isolation);
         tx = new WriteTx(data, config);
         const result = await work(tx);
         if (tx.spansTwoDatabases) {
@@ -141,11 +146,12 @@ export class RecordsWriteRepository {
     return this.serial(configDs, () => (dataDs === configDs ? run() : this.serial(dataDs, run)));
   }
 
-  private async begin(ds: DataSource): Promise<QueryRunner> {
+  private async begin(ds: DataSource, isolation?: IsolationLevel): Promise<QueryRunner> {
     const qr = ds.createQueryRunner();
     try {
       await qr.connect();
-      await qr.startTransaction();
+      // SQLite has one isolation level (serializable); it refuses to be told another.
+      await qr.startTransaction(dialectOf(ds.driver.options.type) === 'sqlite' ? undefined : isolation);
       return qr;
     } catch (err) {
       await qr.release();

@@ -15,6 +15,27 @@ function notNullColumn(d: Record<string, unknown>): string | undefined {
   return m?.[1];
 }
 
+/**
+ * A deadlock, serialization failure or lock-wait timeout: nothing was written, and the same work
+ * may simply run again (PostgreSQL 40P01/40001, MariaDB/MySQL 1213/1205, SQL Server 1205).
+ */
+export class BusyError extends ConflictError {
+  constructor(message = 'The record is busy with a concurrent change; retry') {
+    super(message);
+  }
+}
+
+/** Whether `err` (a driver error, TypeORM's wrapper of one, or a BusyError) means "busy: run again". */
+export function isBusyError(err: unknown): boolean {
+  if (err instanceof BusyError) return true;
+  if (err instanceof AppError) return false;
+  const e = err as { driverError?: Record<string, unknown> } & Record<string, unknown>;
+  const d = e?.driverError ?? e ?? {};
+  const code = typeof d.code === 'string' ? d.code : '';
+  const errno = Number(d.errno ?? d.number ?? NaN);
+  return code === '40P01' || code === '40001' || errno === 1213 || errno === 1205;
+}
+
 /** A DB constraint error turned into the service's codes; anything else is rethrown as is. */
 export function translateDbError(err: unknown, entity: EntityInfo): unknown {
   if (err instanceof AppError) return err;
@@ -31,8 +52,7 @@ export function translateDbError(err: unknown, entity: EntityInfo): unknown {
   )
     return new ConflictError('A record with the same unique values already exists');
   // A deadlock or serialization failure: nothing was written, the same request may simply be retried.
-  if (code === '40P01' || code === '40001' || errno === 1213 || errno === 1205)
-    return new ConflictError('The record is busy with a concurrent change; retry');
+  if (isBusyError(err)) return new BusyError();
   if (code === '23502' || errno === 1048 || errno === 515 || code === 'SQLITE_CONSTRAINT_NOTNULL') {
     // A column the registry leaves optional but the table does not (users.status, say).
     const column = notNullColumn(d);

@@ -4,6 +4,7 @@ import { AppError, ConflictError } from '../../common/errors/app-error';
 import { requestScope } from '../../common/request-scope';
 import { DatabaseService } from '../../database/database.service';
 import { toDbTimestamp } from '../../database/dialect';
+import { BusyError, isBusyError } from '../../database/dialect/constraint-errors';
 import { RecordsWriteRepository } from '../../records/records-write.repository';
 import { retryDelayMs } from '../definition/backoff';
 import type { ExpressionScope } from '../definition/expressions';
@@ -31,6 +32,9 @@ export class StepAborted extends ConflictError {
     super(`Step not committed: ${reason}`);
   }
 }
+
+/** How often a transaction that hit a deadlock runs again before it gives up (409). */
+const BUSY_RETRIES = 5;
 
 /** A run longer than this many steps is a loop: the instance fails. */
 export const MAX_STEPS_PER_INSTANCE = 10_000;
@@ -79,8 +83,27 @@ export class WorkflowEngine {
   }
 
   /** A transaction on the configuration database (SQLite: in its single writer's queue). */
-  transaction<T>(work: (qr: QueryRunner) => Promise<T>): Promise<T> {
-    return this.writes.transaction(this.database.dataSource, (tx) => work(tx.config));
+  /**
+   * A transaction on the configuration database (SQLite: in its single writer's queue), at READ
+   * COMMITTED where the default is stricter (MariaDB's REPEATABLE READ takes gap locks on the
+   * queue's index ranges, and concurrent claims and commits deadlock on them). A deadlock or
+   * serialization failure rolls back everything, so the work simply runs again (up to
+   * BUSY_RETRIES times, after a short random pause); then it is a 409 BusyError.
+   */
+  async transaction<T>(work: (qr: QueryRunner) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.writes.transaction(
+          this.database.dataSource,
+          (tx) => work(tx.config),
+          'READ COMMITTED',
+        );
+      } catch (err) {
+        if (!isBusyError(err)) throw err;
+        if (attempt >= BUSY_RETRIES) throw new BusyError('The workflow queue is busy; retry');
+        await new Promise((r) => setTimeout(r, 5 + Math.floor(Math.random() * 20 * attempt)));
+      }
+    }
   }
 
   /**
@@ -188,6 +211,13 @@ export class WorkflowEngine {
       if (err instanceof StepAborted) {
         this.telemetry.step(step.type, 'aborted', (Date.now() - startedAt) / 1000);
         await this.aborted(row, err);
+        return;
+      }
+      if (isBusyError(err)) {
+        // A deadlock in the step's own write transaction rolled everything back: not a failure of
+        // the step, so no attempt is spent. The row goes back to the queue, due shortly.
+        this.telemetry.step(step.type, 'requeued', (Date.now() - startedAt) / 1000);
+        await this.queue.release(row.id, Date.now() + 10 + Math.floor(Math.random() * 90));
         return;
       }
       await this.stepFailed(row, definition, step, err, startedAt);
@@ -394,10 +424,21 @@ export class WorkflowEngine {
     }
   }
 
-  /** Events and wake-ups once a commit has landed. */
-  async afterCommit(row: Pick<QueueRow, 'tenantId' | 'instanceId'>, step?: StepDef): Promise<void> {
+  /**
+   * Events and wake-ups once a commit fenced at `row.stepSeq` has landed. The final events are
+   * emitted only by the commit that ended the instance (its sequence is still the current one):
+   * the commit before it may run its after-commit later and must not emit them again.
+   */
+  async afterCommit(
+    row: Pick<QueueRow, 'tenantId' | 'instanceId' | 'stepSeq'>,
+    step?: StepDef,
+  ): Promise<void> {
     const now = await this.instances.find(row.tenantId, row.instanceId);
     if (!now) return;
+    if (now.stepSeq !== row.stepSeq + 1) {
+      this.wakeBus.wake();
+      return;
+    }
     const fields = {
       tenantId: now.tenantId,
       userId: now.startedBy,

@@ -259,7 +259,9 @@ export class WorkflowInstancesService {
     const step = instance.currentNode ? definition.schema.byId.get(instance.currentNode) : undefined;
     if (!step || step.type !== 'approval') throw this.notWaiting(instance);
     await this.checkApprover(actor, instance, definition.code, step.config, definition.schema.trigger);
+    let fencedAt = 0;
     const view = await this.change(actor, id, action, comment, async (qr, locked, now) => {
+      fencedAt = locked.stepSeq;
       const states = await this.instances.nodeStates(actor.tenantId, id);
       const waiting = states.find((s) => s.nodeId === step.id);
       if (locked.currentNode !== step.id || waiting?.status !== 'WAITING') throw this.notWaiting(locked);
@@ -273,7 +275,7 @@ export class WorkflowInstancesService {
         now,
       );
     });
-    await this.engine.afterCommit({ tenantId: actor.tenantId, instanceId: id }, step);
+    await this.engine.afterCommit({ tenantId: actor.tenantId, instanceId: id, stepSeq: fencedAt }, step);
     return view;
   }
 

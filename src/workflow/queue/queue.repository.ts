@@ -199,6 +199,21 @@ export class QueueRepository {
     return this.setStatusForInstance(qr, tenantId, instanceId, 'ready', ['held']);
   }
 
+  /** A leased row given back (its step hit a deadlock): claimable again from `availableAt`. */
+  async release(id: number, availableAt: number): Promise<void> {
+    await this.database.dataSource
+      .createQueryBuilder()
+      .update('wft_queue')
+      .set({
+        wfq_status: 'ready',
+        wfq_claimed_by: null,
+        wfq_lease_until: null,
+        wfq_available_at: toDbTimestamp(availableAt),
+      })
+      .where("wfq_id = :id AND wfq_status = 'leased'", { id })
+      .execute();
+  }
+
   /** A row whose instance turned out paused when its worker looked: held, unless it is gone. */
   async hold(id: number): Promise<void> {
     await this.database.dataSource
