@@ -5,6 +5,7 @@ import { AuthModule } from './auth/auth.module';
 import { SignupModule } from './auth/signup.module';
 import { JwtAuthGuard } from './auth/jwt-auth.guard';
 import { CacheModule } from './cache/cache.module';
+import { ConfigDeliveryModule } from './config-delivery/config-delivery.module';
 import { AddressLimitGuard } from './common/http/address-limit.guard';
 import { AllExceptionsFilter } from './common/http/all-exceptions.filter';
 import { createValidationPipe } from './common/http/validation.pipe';
@@ -46,6 +47,7 @@ export class AppModule {
         EntityModule,
         DataviewModule,
         WorkflowModule,
+        ConfigDeliveryModule,
         ...extraModules,
       ],
       providers: [

@@ -4,15 +4,19 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import { NestFactory } from '@nestjs/core';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
+import { Counter } from 'prom-client';
 import { AppModule } from './app.module';
 import { BEARER_SCHEME, TENANT_HEADER_SCHEME } from './common/http/api-docs';
 import { corsOptions } from './common/http/cors.hook';
 import { envelopedRoutes, installEnvelope } from './common/http/envelope.hook';
 import { clientErrorHandler, frameworkErrorHandler } from './common/http/client-errors.hook';
 import { installBodyParsers } from './common/http/json-body.hook';
+import { installOverloadProtection } from './common/http/overload.hook';
 import { requestIdFor } from './common/http/request-id';
 import { QuietFrameworkLogger } from './common/logging';
 import type { AppConfig } from './config/config.schema';
+import { MetricsService } from './health/metrics.service';
+import { ReadinessService } from './health/readiness.service';
 
 /**
  * The Fastify adapter with one change: the body parsers that Nest and Fastify register are
@@ -73,6 +77,18 @@ export async function createApp(
   // and every error envelope carry the CORS headers of an allowed origin.
   const cors = corsOptions(config.cors);
   if (cors) app.enableCors(cors);
+  // Issue 13 #6: 503 OVERLOADED under event-loop pressure, probes exempt; its hook runs after CORS's.
+  const shed = new Counter({
+    name: 'http_requests_shed_total',
+    help: 'Requests answered 503 OVERLOADED under event-loop pressure, by signal',
+    labelNames: ['reason'],
+    registers: [app.get(MetricsService).registry],
+  });
+  const readiness = app.get(ReadinessService);
+  installOverloadProtection(app.getHttpAdapter().getInstance(), config.overload, {
+    onShed: (reason) => shed.inc({ reason }),
+    shedding: () => readiness.ready,
+  });
   // Routes are registered at init; the hook must be in place before that.
   installEnvelope(app, envelopedRoutes(app));
   setupSwagger(app);

@@ -137,4 +137,14 @@ export class CacheKeys {
   collectionEvents(): string {
     return this.key('events', 'collection');
   }
+
+  /** Pattern over every tenant's profile-loader entry of every entity (a profile or registry write). */
+  profileRequestAll(): string {
+    return `${this.prefix}:prf:*`;
+  }
+
+  /** Pattern over every key of one namespace (the part after the prefix), e.g. `list` (cache clear). */
+  namespaceAll(namespace: string): string {
+    return `${this.prefix}:${part(namespace)}:*`;
+  }
 }

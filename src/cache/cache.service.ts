@@ -1,13 +1,16 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import type Redis from 'ioredis';
+import { randomUUID } from 'node:crypto';
 import { InjectConfig } from '../config/inject-config.decorator';
 import type { AppConfig } from '../config/config.schema';
 import { CacheKeys } from './cache-keys';
 import { CacheStore } from './cache-store';
+import { decodeTierMessage, LocalTier, type TierMessage } from './local-tier';
 import { MemoryCacheStore } from './memory-cache.store';
 import { RedisCacheStore } from './redis-cache.store';
 
-export function createCacheStore(url: string | undefined): CacheStore {
-  return url ? new RedisCacheStore(url) : new MemoryCacheStore();
+export function createCacheStore(url: string | undefined, memoryMaxBytes?: number): CacheStore {
+  return url ? new RedisCacheStore(url) : new MemoryCacheStore(60_000, Date.now, memoryMaxBytes);
 }
 
 /**
@@ -29,9 +32,39 @@ export class CacheService implements OnApplicationShutdown {
   /** Failures not logged since the one that was. */
   private suppressed = 0;
 
+  /** Redis only: the in-process tier in front of it (local-tier.ts), and its invalidation channel. */
+  readonly tier?: LocalTier;
+  private readonly tierChannel: string;
+  private readonly instanceId = randomUUID();
+  private subscriber?: Redis;
+  private closed = false;
+  /** Loads in flight by key (single flight: concurrent misses of one key load it once). */
+  private readonly inflight = new Map<string, Promise<unknown>>();
+
   constructor(@InjectConfig() config: AppConfig) {
-    this.store = createCacheStore(config.cache.url);
+    this.store = createCacheStore(config.cache.url, config.cache.memoryMaxBytes);
     this.keys = new CacheKeys(config.cache.keyPrefix);
+    this.tierChannel = `${config.cache.keyPrefix}:events:cache`;
+    if (this.store instanceof RedisCacheStore) {
+      this.tier = new LocalTier({
+        prefix: config.cache.keyPrefix,
+        maxBytes: config.cache.localTierMaxBytes,
+        ttlMs: config.cache.localTierTtlMs,
+      });
+      this.listen(this.store);
+    }
+  }
+
+  /**
+   * Runs `load` once for concurrent callers of one key on this instance (a cache miss under load
+   * reaches the database once, not once per request); later callers get the same promise.
+   */
+  singleFlight<T>(key: string, load: () => Promise<T>): Promise<T> {
+    const running = this.inflight.get(key) as Promise<T> | undefined;
+    if (running) return running;
+    const started = load().finally(() => this.inflight.delete(key));
+    this.inflight.set(key, started);
+    return started;
   }
 
   get kind(): CacheStore['kind'] {
@@ -39,9 +72,15 @@ export class CacheService implements OnApplicationShutdown {
   }
 
   async getJson<T>(key: string): Promise<T | undefined> {
+    const tiered = this.tier?.holds(key) === true;
+    if (tiered) {
+      const local = this.tier.get(key);
+      if (local !== undefined) return JSON.parse(local) as T;
+    }
     try {
       const raw = await this.store.get(key);
       this.succeeded();
+      if (raw !== null && tiered) this.tier.set(key, raw);
       return raw === null ? undefined : (JSON.parse(raw) as T);
     } catch (err) {
       this.failed({ key }, err, 'Cache read failed; treating as a miss');
@@ -54,6 +93,9 @@ export class CacheService implements OnApplicationShutdown {
     try {
       const raw = await this.store.mget(keys);
       this.succeeded();
+      raw.forEach((r, i) => {
+        if (r !== null && this.tier?.holds(keys[i])) this.tier.set(keys[i], r);
+      });
       return raw.map((r) => (r === null ? undefined : (JSON.parse(r) as T)));
     } catch (err) {
       this.failed({ keys: keys.length }, err, 'Cache read failed; treating as a miss');
@@ -62,8 +104,12 @@ export class CacheService implements OnApplicationShutdown {
   }
 
   async setJson(key: string, value: unknown, ttlSeconds?: number): Promise<boolean> {
+    const raw = JSON.stringify(value);
+    // The local copy is right whatever the shared store says: it serves this instance in an outage.
+    if (this.tier?.holds(key))
+      this.publish({ o: this.instanceId, op: 'set', key, v: this.tier.set(key, raw, ttlSeconds) });
     try {
-      await this.store.set(key, JSON.stringify(value), ttlSeconds);
+      await this.store.set(key, raw, ttlSeconds);
       this.succeeded();
       return true;
     } catch (err) {
@@ -73,6 +119,11 @@ export class CacheService implements OnApplicationShutdown {
   }
 
   async delete(keys: string[]): Promise<number> {
+    const tiered = this.tier ? keys.filter((k) => this.tier!.holds(k)) : [];
+    if (tiered.length > 0) {
+      this.tier!.delete(tiered);
+      this.publish({ o: this.instanceId, op: 'del', keys: tiered });
+    }
     try {
       const n = await this.store.del(keys);
       this.succeeded();
@@ -84,6 +135,10 @@ export class CacheService implements OnApplicationShutdown {
   }
 
   async deletePattern(pattern: string): Promise<number> {
+    if (this.tier) {
+      this.tier.deletePattern(pattern);
+      this.publish({ o: this.instanceId, op: 'delp', pattern });
+    }
     try {
       const n = await this.store.del(await this.store.keys(pattern));
       this.succeeded();
@@ -131,7 +186,41 @@ export class CacheService implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.closed = true;
+    this.subscriber?.disconnect(false);
+    this.subscriber = undefined;
     await this.store.close();
+  }
+
+  /** Tells the other instances what changed in the tier; never fails the caller. */
+  private publish(message: TierMessage): void {
+    if (this.closed || !(this.store instanceof RedisCacheStore)) return;
+    this.store.client.publish(this.tierChannel, JSON.stringify(message)).catch(() => undefined);
+  }
+
+  /**
+   * Hears the other instances' tier messages on a connection of its own. After a reconnect the tier
+   * is cleared: messages sent while the connection was down are lost.
+   */
+  private listen(store: RedisCacheStore): void {
+    const sub = store.client.duplicate({
+      autoResubscribe: false,
+      connectionName: `${this.tierChannel}:${this.instanceId}`,
+    });
+    this.subscriber = sub;
+    let connectedBefore = false;
+    sub.on('error', () => undefined);
+    sub.on('ready', () => {
+      if (connectedBefore) this.tier?.clear();
+      connectedBefore = true;
+      sub.subscribe(this.tierChannel).catch(() => undefined);
+    });
+    sub.on('message', (channel: string, raw: string) => {
+      if (channel !== this.tierChannel || this.closed) return;
+      const message = decodeTierMessage(raw);
+      if (message && message.o !== this.instanceId) this.tier?.apply(message);
+    });
+    sub.connect().catch(() => undefined);
   }
 }
 

@@ -57,4 +57,22 @@ describe(MemoryCacheStore.name, () => {
   it('should answer PING with PONG', async () => {
     expect(await store.ping()).toBe('PONG');
   });
+
+  it('should stay within its size bound under a flood of distinct keys, dropping the least recently used', async () => {
+    const bounded = new MemoryCacheStore(60_000, () => now, 256 * 1024);
+    try {
+      await bounded.set('kept', 'v');
+      for (let i = 0; i < 5000; i++) {
+        await bounded.set(`k${i}`, 'x'.repeat(200));
+        if (i % 100 === 0) await bounded.get('kept'); // recently used: survives
+      }
+      expect(bounded.bytes).toBeLessThanOrEqual(256 * 1024);
+      expect(bounded.size).toBeLessThan(5000);
+      expect(await bounded.get('kept')).toBe('v');
+      expect(await bounded.get('k0')).toBeNull();
+      expect(await bounded.get('k4999')).toBe('x'.repeat(200));
+    } finally {
+      await bounded.close();
+    }
+  });
 });

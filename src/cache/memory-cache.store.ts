@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { CacheStore } from './cache-store';
 
 interface Entry {
@@ -14,18 +15,36 @@ export function globToRegExp(pattern: string): RegExp {
   return new RegExp(`^${escaped}$`);
 }
 
-/** The embedded default's cache (D2): a Map with Redis-like expiry, swept lazily and periodically. */
+/** The default bound of the in-process store: 64 MiB of keys and values (UTF-16 code units × 2). */
+export const MEMORY_STORE_MAX_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The embedded default's cache (D2): Redis-like expiry, swept lazily and periodically, in an LRU
+ * bounded by size (issue 13 #3: a cache that grows without bound is a memory leak under a flood of
+ * distinct keys). Past the bound, the least recently used entries go — a miss, which every reader
+ * already handles by loading from the database.
+ */
 export class MemoryCacheStore implements CacheStore {
   readonly kind = 'memory' as const;
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries: LRUCache<string, Entry>;
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
     sweepIntervalMs = 60_000,
     private readonly now: () => number = Date.now,
+    maxBytes = MEMORY_STORE_MAX_BYTES,
   ) {
+    this.entries = new LRUCache<string, Entry>({
+      maxSize: maxBytes,
+      sizeCalculation: (entry, key) => Math.max(1, (key.length + entry.value.length) * 2 + 48),
+    });
     this.sweeper = setInterval(() => this.sweep(), sweepIntervalMs);
     this.sweeper.unref();
+  }
+
+  /** Bytes held, as the bound counts them. */
+  get bytes(): number {
+    return this.entries.calculatedSize;
   }
 
   get size(): number {
@@ -92,7 +111,7 @@ export class MemoryCacheStore implements CacheStore {
 
   private sweep(): void {
     const t = this.now();
-    for (const [k, e] of this.entries)
+    for (const [k, e] of this.entries.entries())
       if (e.expiresAt !== undefined && e.expiresAt <= t) this.entries.delete(k);
   }
 }

@@ -51,7 +51,17 @@ export interface AppConfig {
   cors: { mode: 'none' | 'any' | 'dev-localhost' | 'list'; origins: string[] };
   log: { level: LogLevel; pretty: boolean };
   db: DatabaseConfig;
-  cache: { url: string | undefined; keyPrefix: string; startupMaxAttempts: number; startupRetryMs: number };
+  cache: {
+    url: string | undefined;
+    keyPrefix: string;
+    startupMaxAttempts: number;
+    startupRetryMs: number;
+    /** The embedded default's in-process store bound. */
+    memoryMaxBytes: number;
+    /** With Redis: the in-process tier in front of it (issue 13 #3). */
+    localTierMaxBytes: number;
+    localTierTtlMs: number;
+  };
   auth: { jwtSecret: string; jwtExpiresIn: string; tenantHeaderMaxAgeS: number };
   crypto: { tenantEncryptionKey: string; connectionEncryptionKey: string };
   /**
@@ -65,6 +75,17 @@ export interface AppConfig {
     publicWindowS: number;
     failurePoints: number;
     failureWindowS: number;
+  };
+  /**
+   * Load shedding under event-loop pressure (@fastify/under-pressure, overload.hook.ts): 503
+   * OVERLOADED beyond either limit (0 = that limit is off), probes exempt.
+   */
+  overload: {
+    maxEventLoopDelayMs: number;
+    /** Fraction 0-1 of the sample interval the event loop was busy. */
+    maxEventLoopUtilization: number;
+    sampleIntervalMs: number;
+    retryAfterS: number;
   };
   /** Entity writes: how long a write waits for the lock of a unique value (value-lock.ts). */
   writes: { lockTimeoutMs: number };
@@ -241,6 +262,9 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       keyPrefix: v.CACHE_KEY_PREFIX ?? 'mtb',
       startupMaxAttempts: v.CACHE_STARTUP_MAX_ATTEMPTS(),
       startupRetryMs: v.CACHE_STARTUP_RETRY_MS(),
+      memoryMaxBytes: v.CACHE_MEMORY_MAX_MB() * 1024 * 1024,
+      localTierMaxBytes: v.CACHE_LOCAL_TIER_MAX_MB() * 1024 * 1024,
+      localTierTtlMs: v.CACHE_LOCAL_TIER_TTL_S() * 1000,
     },
     auth: {
       jwtSecret: jwtSecret ?? '',
@@ -258,6 +282,12 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       publicWindowS: v.PUBLIC_RATE_LIMIT_WINDOW_S(),
       failurePoints: v.ADDRESS_FAILURE_POINTS(),
       failureWindowS: v.ADDRESS_FAILURE_WINDOW_S(),
+    },
+    overload: {
+      maxEventLoopDelayMs: v.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS(),
+      maxEventLoopUtilization: Number(v.OVERLOAD_MAX_EVENT_LOOP_UTILIZATION ?? '0') || 0,
+      sampleIntervalMs: v.OVERLOAD_SAMPLE_INTERVAL_MS(),
+      retryAfterS: v.OVERLOAD_RETRY_AFTER_S(),
     },
     writes: { lockTimeoutMs: v.WRITE_LOCK_TIMEOUT_MS() },
     exports: { ttlS: v.EXPORT_TTL_S(), dir: v.EXPORT_DIR ?? './data/exports', store: v.EXPORT_STORE },

@@ -117,6 +117,22 @@ export const VARS = {
     default: '500',
     min: 1,
   }),
+  CACHE_MEMORY_MAX_MB: int('CACHE_MEMORY_MAX_MB', {
+    description: 'Bound of the in-process cache of the embedded default (LRU by size, MiB)',
+    default: '64',
+    min: 1,
+  }),
+  CACHE_LOCAL_TIER_MAX_MB: int('CACHE_LOCAL_TIER_MAX_MB', {
+    description: 'With Redis: bound of the in-process tier in front of it (LRU by size, MiB)',
+    default: '32',
+    min: 1,
+  }),
+  CACHE_LOCAL_TIER_TTL_S: int('CACHE_LOCAL_TIER_TTL_S', {
+    description:
+      'With Redis: the longest an entry of the in-process tier is served without asking Redis (bounds staleness when an invalidation message is lost)',
+    default: '30',
+    min: 1,
+  }),
   JWT_SECRET: text('JWT_SECRET', {
     description: 'HS256 secret, at least 32 bytes outside development (D13)',
     secret: true,
@@ -179,6 +195,32 @@ export const VARS = {
     description: 'Largest request body; larger → 413 (D39)',
     default: '1048576',
     min: 1024,
+  }),
+  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: int('OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', {
+    description:
+      'Shed load (503 OVERLOADED, Retry-After) while the mean event-loop delay of the last sample exceeds this, ms; 0 = off',
+    default: '1000',
+    min: 0,
+  }),
+  OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: text('OVERLOAD_MAX_EVENT_LOOP_UTILIZATION', {
+    description:
+      'Shed load while the event loop was busy more than this fraction (0-1) of the last sample interval; 0 = off (the default: a saturated but healthy server is busy ~100% of the time and still answers in milliseconds)',
+    default: '0',
+    rule: (v) =>
+      /^(0(\.\d+)?|1(\.0+)?|\.\d+)$/.test(v) ? undefined : `must be a number from 0 to 1 (got "${v}")`,
+  }),
+  OVERLOAD_SAMPLE_INTERVAL_MS: int('OVERLOAD_SAMPLE_INTERVAL_MS', {
+    description: 'How often event-loop delay and utilization are sampled for load shedding, ms',
+    default: '1000',
+    // Below ~5 samples of the delay monitor (10 ms resolution) an interval may hold none, which the
+    // plugin reads as an infinite delay.
+    min: 50,
+    max: 60000,
+  }),
+  OVERLOAD_RETRY_AFTER_S: int('OVERLOAD_RETRY_AFTER_S', {
+    description: 'Retry-After of a 503 OVERLOADED, seconds',
+    default: '5',
+    min: 1,
   }),
   WRITE_LOCK_TIMEOUT_MS: int('WRITE_LOCK_TIMEOUT_MS', {
     description: 'Longest wait of an entity write for the lock of a unique value; then 409',

@@ -42,16 +42,19 @@ export class RegistryService {
     const cached = await this.cache.getJson<CachedEntity>(key);
     if (cached && typeof cached === 'object' && 'info' in cached) return cached.info ?? undefined;
 
-    const generation = this.generation;
-    const info = this.build(tenantId, code, await this.repository.findCandidates(tenantId, code));
-    if (generation === this.generation) {
-      await this.cache.setJson(
-        key,
-        { info: info ?? null } satisfies CachedEntity,
-        info ? CACHE_TTL.registry : REGISTRY_NEGATIVE_TTL_S,
-      );
-    }
-    return info;
+    // Concurrent misses of one entry read the registry once (issue 13 #3).
+    return this.cache.singleFlight(key, async () => {
+      const generation = this.generation;
+      const info = this.build(tenantId, code, await this.repository.findCandidates(tenantId, code));
+      if (generation === this.generation) {
+        await this.cache.setJson(
+          key,
+          { info: info ?? null } satisfies CachedEntity,
+          info ? CACHE_TTL.registry : REGISTRY_NEGATIVE_TTL_S,
+        );
+      }
+      return info;
+    });
   }
 
   /** Codes of the live, active registry rows the tenant can see (system-wide and its own). */

@@ -18,8 +18,11 @@ export class TenantLookupService {
     const key = this.cache.keys.tenant(id);
     const cached = await this.cache.getJson<TenantRow | null>(key);
     if (cached !== undefined) return cached ?? undefined;
-    const row = await this.tenants.findById(id);
-    await this.cache.setJson(key, row ?? null, CACHE_TTL.tenant);
-    return row;
+    // Concurrent misses of one tenant read it once (issue 13 #3).
+    return this.cache.singleFlight(key, async () => {
+      const row = await this.tenants.findById(id);
+      await this.cache.setJson(key, row ?? null, CACHE_TTL.tenant);
+      return row;
+    });
   }
 }

@@ -419,6 +419,9 @@ describe('Profile loader (spec §4.3 rules 1-11, D20)', () => {
     await loader.loadProfile({ entityCode: code, tenantId: TENANT.acme }); // fills the key
 
     const warn = jest.spyOn(Logger.prototype, 'warn');
+    // With Redis, the in-process tier would answer (issue 13 #3); this is about the shared store
+    // failing with nothing held in process.
+    cache.tier?.clear();
     const down = jest.spyOn(cache.store, 'get').mockRejectedValue(new Error('down'));
     try {
       const loaded = await loader.loadProfile({ entityCode: code, tenantId: TENANT.acme });
@@ -437,6 +440,7 @@ describe('Profile loader (spec §4.3 rules 1-11, D20)', () => {
     // An unparsable or foreign value under the key is a miss too.
     for (const value of ['{not json', '"a string"', '{"unexpected":true}', '42']) {
       await cache.store.set(key(TENANT.acme, code), value, 60);
+      cache.tier?.clear(); // written behind the service's back: nothing in process knows
       const loaded = await loader.loadProfile({ entityCode: code, tenantId: TENANT.acme });
       expect({ value, meta: loaded?.meta }).toMatchObject({
         value,
@@ -444,6 +448,7 @@ describe('Profile loader (spec §4.3 rules 1-11, D20)', () => {
       });
       expect(loaded?.policy.permissions.read).toBe(true);
       await cache.store.set(key(TENANT.acme, code), value, 60);
+      cache.tier?.clear();
       expect({ value, status: (await get(code, TENANT.acme, 'acme')).statusCode }).toEqual({
         value,
         status: 200,

@@ -105,7 +105,13 @@ describe("The README's curl walk-through", () => {
         'approved by another admin',
         /"success":true,"data":\{"id":\d+,"workflowCode":"customer_onboarding"[^\n]*"waitingFor":null/,
       ],
-      ['gold completed', /COMPLETED\s*$/],
+      ['gold completed', /COMPLETED\s*\n/],
+      [
+        'page configuration',
+        /"code":"customer_form","name":"Customer","type":"form","objectCode":"customers"/,
+      ],
+      ['page configuration 304', /HTTP\/1\.1 304/],
+      ['value set', /"code":"customer_tiers"[^\n]*"values":\[\{"code":"bronze"/],
     ];
     let rest = out;
     for (const [step, pattern] of expectations) {

@@ -138,7 +138,9 @@ describe('customer_onboarding (issue 12)', () => {
     expect(text).toMatch(/^workflow_queue_depth\{status="ready"\} \d+$/m);
     expect(text).toMatch(/^workflow_steps_total\{type="entity\.update",outcome="completed"\} [1-9]\d*$/m);
     expect(text).toMatch(/^workflow_steps_total\{type="approval",outcome="waiting"\} [1-9]\d*$/m);
-    expect(text).toMatch(/^workflow_step_duration_seconds_count\{type="log",outcome="completed"\} [1-9]\d*$/m);
+    expect(text).toMatch(
+      /^workflow_step_duration_seconds_count\{type="log",outcome="completed"\} [1-9]\d*$/m,
+    );
     expect(text).toContain('# TYPE workflow_step_retries_total counter');
   });
 });

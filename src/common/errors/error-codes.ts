@@ -27,6 +27,8 @@ export const ERROR_STATUS = {
   NOT_READY: 503,
   /** The database cannot be reached (connection-level failure); retry after Retry-After. */
   DATABASE_UNAVAILABLE: 503,
+  /** Load shed under event-loop pressure (overload.hook.ts); retry after Retry-After. */
+  OVERLOADED: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -46,11 +46,12 @@ const DESCRIPTIONS: Partial<Record<ErrorCode, string>> = {
   RATE_LIMITED: 'Too many requests (Retry-After)',
   SERVICE_ERROR: 'Unexpected error (logged; never a raw database error)',
   NOT_READY: 'Service still starting (readiness gate)',
+  OVERLOADED: 'Shedding load under event-loop pressure (Retry-After)',
 };
 
-/** Documents error answers with the envelope schema; NOT_READY and SERVICE_ERROR apply to every route. */
+/** Documents error answers with the envelope schema; NOT_READY, OVERLOADED and SERVICE_ERROR apply to every route. */
 export function ApiErrors(...codes: ErrorCode[]): MethodDecorator & ClassDecorator {
-  const all = [...new Set<ErrorCode>([...codes, 'SERVICE_ERROR', 'NOT_READY'])];
+  const all = [...new Set<ErrorCode>([...codes, 'SERVICE_ERROR', 'NOT_READY', 'OVERLOADED'])];
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of all)
     byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code]);

@@ -393,6 +393,51 @@ function valueOptions(code: string): JsonValue[] {
   return (set?.values ?? []).map((v) => ({ value: v.code, label: v.label }));
 }
 
+export interface DemoPage {
+  code: string;
+  /** pgc_name. */
+  name: string;
+  type: 'form' | 'dashboard' | 'report' | 'content';
+  /** pgc_object_code: the registry code the page edits. */
+  objectCode: string;
+  /** pgc_schema (spec 2.7): sections[] of {name, fields[]}. */
+  schema: JsonObject;
+}
+
+/** A form field of spec 2.7: every key present, so an SPA reads one shape. */
+function formField(
+  fieldCode: string,
+  fieldName: string,
+  fieldType: string,
+  isRequired: boolean,
+  validation: JsonObject = {},
+  options: JsonValue[] = [],
+): JsonObject {
+  return { fieldCode, fieldName, fieldType, isRequired, validation, options };
+}
+
+export const DEMO_PAGES: readonly DemoPage[] = [
+  {
+    code: 'customer_form',
+    name: 'Customer',
+    type: 'form',
+    objectCode: 'customers',
+    schema: {
+      sections: [
+        {
+          name: 'Customer',
+          fields: [
+            formField('name', 'Name', 'text', true, { maxLength: 100 }),
+            formField('email', 'E-mail', 'email', true),
+            formField('tier', 'Tier', 'select', false, {}, valueOptions('customer_tiers')),
+            formField('credit_limit', 'Credit limit', 'numeric', false),
+          ],
+        },
+      ],
+    },
+  },
+];
+
 export interface DemoDataview {
   code: string;
   description: string;

@@ -4,6 +4,7 @@ import {
   DEMO_DATAVIEWS,
   DEMO_ENTITIES,
   DEMO_NAVIGATIONS,
+  DEMO_PAGES,
   DEMO_PROFILES,
   DEMO_ROLES,
   DEMO_ROW_COUNTS,
@@ -222,6 +223,20 @@ export async function seedDemo(dataSource: DataSource, options: SeedDemoOptions)
         nav_code: n.code,
         nav_structure: json(n.structure),
         ...conventions('nav'),
+      })),
+    );
+
+    const existingPages = await seeder.systemCodes('app_page_configs', 'pgc');
+    await seeder.insert(
+      'app_page_configs',
+      DEMO_PAGES.filter((p) => !existingPages.has(p.code)).map((p) => ({
+        pgc_tenant_id: null,
+        pgc_code: p.code,
+        pgc_name: p.name,
+        pgc_type: p.type,
+        pgc_object_code: p.objectCode,
+        pgc_schema: json(p.schema),
+        ...conventions('pgc'),
       })),
     );
 

@@ -1,0 +1,73 @@
+import { Injectable } from '@nestjs/common';
+import { DatabaseService } from '../database/database.service';
+import { exactEquals } from '../database/dialect';
+import { tokenOf } from '../records/concurrency-token';
+import type { ConfigKindDef, ConfigRow } from './config-kinds';
+
+function text(v: unknown): string | null {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'string') return v;
+  if (Buffer.isBuffer(v)) return v.toString('utf8');
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
+  // A driver that parses JSON columns itself: back to text, parsed once by the service.
+  return JSON.stringify(v);
+}
+
+function tenantNumber(tenantId: string): number {
+  if (!/^\d{1,15}$/.test(tenantId)) throw new Error(`Invalid tenant id ${JSON.stringify(tenantId)}`);
+  return Number(tenantId);
+}
+
+/**
+ * Reads of the SPA configuration tables (app_page_configs, app_navigation_configs, app_value_sets).
+ * Candidates are the system-wide rows (tenant NULL) and the caller's tenant's rows only — never
+ * another tenant's — that are live (`<p>_is_deleted` false or NULL) and active
+ * (`COALESCE(<p>_status, 1) = 1`). Table and column names come from CONFIG_KINDS, never from input.
+ */
+@Injectable()
+export class ConfigDeliveryRepository {
+  constructor(private readonly database: DatabaseService) {}
+
+  /** The usable rows of a code: the tenant's first, then the system's, each by id. */
+  async findCandidates(def: ConfigKindDef, tenantId: string, code: string): Promise<ConfigRow[]> {
+    const p = def.prefix;
+    const raw = await this.database.dataSource
+      .createQueryBuilder()
+      .select(`c.${p}_id`, 'id')
+      .addSelect(`c.${p}_tenant_id`, 'tenant_id')
+      .addSelect(`c.${p}_code`, 'code')
+      .addSelect(def.nameColumn === null ? 'NULL' : `c.${def.nameColumn}`, 'name')
+      .addSelect(def.typeColumn === null ? 'NULL' : `c.${def.typeColumn}`, 'type')
+      .addSelect(def.objectColumn === null ? 'NULL' : `c.${def.objectColumn}`, 'object_code')
+      .addSelect(`c.${def.bodyColumn}`, 'body')
+      .addSelect(`c.${p}_add_dtls`, 'add_dtls')
+      .addSelect(`c.${p}_last_modified`, 'last_modified')
+      .from(def.table, 'c')
+      .where(`(c.${p}_tenant_id IS NULL OR c.${p}_tenant_id = :tenantId)`, {
+        tenantId: tenantNumber(tenantId),
+      })
+      .andWhere(`(c.${p}_is_deleted = :notDeleted OR c.${p}_is_deleted IS NULL)`, { notDeleted: false })
+      .andWhere(`COALESCE(c.${p}_status, 1) = 1`)
+      .andWhere(exactEquals(this.database.dialect, `c.${p}_code`, 'code'), { code })
+      .orderBy(`CASE WHEN c.${p}_tenant_id IS NULL THEN 1 ELSE 0 END`, 'ASC')
+      .addOrderBy(`c.${p}_id`, 'ASC')
+      .getRawMany<Record<string, unknown>>();
+    const driverType = this.database.dataSource.driver.options.type;
+    // exactEquals already compares bytes on MariaDB and SQL Server; trailing spaces are checked here.
+    return raw.map((r) => this.toRow(r, driverType)).filter((r) => r.code === code);
+  }
+
+  private toRow(raw: Record<string, unknown>, driverType: string): ConfigRow {
+    return {
+      id: Number(raw.id),
+      tenantId: raw.tenant_id === null || raw.tenant_id === undefined ? null : Number(raw.tenant_id),
+      code: String(raw.code),
+      name: text(raw.name),
+      type: text(raw.type),
+      objectCode: text(raw.object_code),
+      body: text(raw.body),
+      addDtls: text(raw.add_dtls),
+      lastModified: tokenOf(raw.last_modified, driverType),
+    };
+  }
+}
