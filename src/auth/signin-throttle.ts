@@ -31,6 +31,7 @@ export interface SigninAttempt {
  *    locking the real user out from elsewhere;
  *  - tenant + e-mail, 50 / hour: guessing spread over many addresses is bounded too, and only then
  *    is the account refused for everyone until the hour is over.
+ * With Redis unreachable, each instance counts on in process until Redis answers again.
  * A successful sign-in clears the address counter only. The account counter is never cleared by a
  * success: otherwise each sign-in of the real user would hand a distributed guesser 50 more tries.
  */
@@ -42,8 +43,15 @@ export class SigninThrottle {
   constructor(cache: CacheService) {
     const limiter = (keyPrefix: string, points: number, duration: number): RateLimiterAbstract => {
       const options = { keyPrefix: `${cache.keys.prefix}:${keyPrefix}`, points, duration };
+      // With Redis down the counters go on in process (insuranceLimiter), as the tenant rate limit
+      // does: throttling keeps working per instance instead of switching off (issue 13 #5).
       return cache.store instanceof RedisCacheStore
-        ? new RateLimiterRedis({ ...options, storeClient: cache.store.client, useRedisPackage: false })
+        ? new RateLimiterRedis({
+            ...options,
+            storeClient: cache.store.client,
+            useRedisPackage: false,
+            insuranceLimiter: new RateLimiterMemory(options),
+          })
         : new RateLimiterMemory(options);
     };
     this.perAddress = limiter('signin-fail-addr', SIGNIN_MAX_FAILURES, SIGNIN_WINDOW_S);

@@ -103,6 +103,8 @@ export class CollectionEventsService implements OnApplicationShutdown {
   private subscriber?: Redis;
   private subscribed = false;
   private closed = false;
+  /** Publishes failed since the last one that worked (the first is logged). */
+  private publishFailures = 0;
 
   constructor(private readonly cache: CacheService) {
     this.channel = cache.keys.collectionEvents();
@@ -162,11 +164,20 @@ export class CollectionEventsService implements OnApplicationShutdown {
       const results = (await pipeline.exec()) ?? [];
       const failed = results.find(([err]) => err);
       if (failed || results.length < messages.length) throw failed?.[0] ?? new Error('PUBLISH not answered');
+      if (this.publishFailures > 0) {
+        this.logger.log(
+          { failed: this.publishFailures },
+          `Collection events publish again; ${this.publishFailures} publish${this.publishFailures === 1 ? '' : 'es'} failed during the outage`,
+        );
+        this.publishFailures = 0;
+      }
     } catch (err) {
-      this.logger.warn(
-        { channel: this.channel, events: messages.length, err: errorMessage(err) },
-        'Collection event publish failed; other instances keep their caches until the TTLs run out',
-      );
+      // One warning per outage, not per write (issue 13 #5); the count is logged when it ends.
+      if (this.publishFailures++ === 0)
+        this.logger.warn(
+          { channel: this.channel, events: messages.length, err: errorMessage(err) },
+          'Collection event publish failed; other instances keep their caches until the TTLs run out (further failures are counted, not logged, until a publish succeeds)',
+        );
     }
   }
 

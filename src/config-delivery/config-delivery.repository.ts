@@ -3,20 +3,7 @@ import { DatabaseService } from '../database/database.service';
 import { exactEquals } from '../database/dialect';
 import { tokenOf } from '../records/concurrency-token';
 import type { ConfigKindDef, ConfigRow } from './config-kinds';
-
-function text(v: unknown): string | null {
-  if (v === null || v === undefined) return null;
-  if (typeof v === 'string') return v;
-  if (Buffer.isBuffer(v)) return v.toString('utf8');
-  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
-  // A driver that parses JSON columns itself: back to text, parsed once by the service.
-  return JSON.stringify(v);
-}
-
-function tenantNumber(tenantId: string): number {
-  if (!/^\d{1,15}$/.test(tenantId)) throw new Error(`Invalid tenant id ${JSON.stringify(tenantId)}`);
-  return Number(tenantId);
-}
+import { columnText, tenantNumber } from '../database/raw-values';
 
 /**
  * Reads of the SPA configuration tables (app_page_configs, app_navigation_configs, app_value_sets).
@@ -62,11 +49,11 @@ export class ConfigDeliveryRepository {
       id: Number(raw.id),
       tenantId: raw.tenant_id === null || raw.tenant_id === undefined ? null : Number(raw.tenant_id),
       code: String(raw.code),
-      name: text(raw.name),
-      type: text(raw.type),
-      objectCode: text(raw.object_code),
-      body: text(raw.body),
-      addDtls: text(raw.add_dtls),
+      name: columnText(raw.name),
+      type: columnText(raw.type),
+      objectCode: columnText(raw.object_code),
+      body: columnText(raw.body),
+      addDtls: columnText(raw.add_dtls),
       lastModified: tokenOf(raw.last_modified, driverType),
     };
   }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DatabaseService } from '../database/database.service';
 import type { RegistryRow } from './registry-entity';
+import { tenantNumber } from '../database/raw-values';
 
 const COLUMNS = [
   'obj_id',
@@ -24,11 +25,6 @@ const COLUMNS = [
 const STRING_COLUMNS = COLUMNS.filter(
   (c) => c !== 'obj_id' && c !== 'obj_tenant_id' && c !== 'obj_connection_id' && c !== 'obj_code',
 );
-
-function tenantNumber(tenantId: string): number {
-  if (!/^\d{1,15}$/.test(tenantId)) throw new Error(`Invalid tenant id ${JSON.stringify(tenantId)}`);
-  return Number(tenantId);
-}
 
 const nullableNumber = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 function nullableString(v: unknown): string | null {

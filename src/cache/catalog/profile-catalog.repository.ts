@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DatabaseService } from '../../database/database.service';
+import { columnText } from '../../database/raw-values';
 
 /** A live, active row of app_object_profiles as the catalog reads it (spec §2.6). */
 export interface CatalogProfileRow {
@@ -30,15 +31,6 @@ const TEXT_COLUMNS = [
 
 /** The tables whose rows the profile catalog is built from (spec §4.5: a write to them reloads it). */
 export const CATALOG_SOURCE_TABLES = ['app_object_profiles', 'app_object_registries'] as const;
-
-function text(v: unknown): string | null {
-  if (v === null || v === undefined) return null;
-  if (typeof v === 'string') return v;
-  if (Buffer.isBuffer(v)) return v.toString('utf8');
-  if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return String(v);
-  // A driver that parses JSON columns itself: back to the text the catalog parses.
-  return JSON.stringify(v);
-}
 
 /** `dbo.app_object_profiles`, `"App_Object_Profiles"` → `app_object_profiles`. */
 export function bareTableName(table: string): string {
@@ -72,7 +64,7 @@ export class ProfileCatalogRepository {
         prf_code: String(raw.prf_code),
         prf_object_code: String(raw.prf_object_code),
       } as CatalogProfileRow;
-      for (const c of TEXT_COLUMNS) (row as unknown as Record<string, string | null>)[c] = text(raw[c]);
+      for (const c of TEXT_COLUMNS) (row as unknown as Record<string, string | null>)[c] = columnText(raw[c]);
       return row;
     });
   }
@@ -94,7 +86,7 @@ export class ProfileCatalogRepository {
     const sources: readonly string[] = CATALOG_SOURCE_TABLES;
     const codes = rows
       .filter((r) => {
-        const table = text(r.payload_table) ?? text(r.object_name);
+        const table = columnText(r.payload_table) ?? columnText(r.object_name);
         return table !== null && sources.includes(bareTableName(table));
       })
       .map((r) => String(r.code));

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { SelectQueryBuilder } from 'typeorm';
 import { DatabaseService } from '../../database/database.service';
+import { columnText, tenantNumber } from '../../database/raw-values';
 
 /** A row of app_dataview_configs (spec §2.9 variant B) as read. */
 export interface DataviewConfigRow {
@@ -22,29 +23,16 @@ const COLUMNS = [
   'dvc_config',
 ] as const satisfies ReadonlyArray<keyof DataviewConfigRow>;
 
-function text(v: unknown): string | null {
-  if (v === null || v === undefined) return null;
-  if (typeof v === 'string') return v;
-  if (Buffer.isBuffer(v)) return v.toString('utf8');
-  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
-  return JSON.stringify(v);
-}
-
 function toRow(raw: Record<string, unknown>): DataviewConfigRow {
   return {
     dvc_id: Number(raw.dvc_id),
     dvc_tenant_id:
       raw.dvc_tenant_id === null || raw.dvc_tenant_id === undefined ? null : Number(raw.dvc_tenant_id),
     dvc_code: String(raw.dvc_code),
-    dvc_description: text(raw.dvc_description),
+    dvc_description: columnText(raw.dvc_description),
     dvc_source_entity: String(raw.dvc_source_entity),
-    dvc_config: text(raw.dvc_config),
+    dvc_config: columnText(raw.dvc_config),
   };
-}
-
-function tenantNumber(tenantId: string): number {
-  if (!/^\d{1,15}$/.test(tenantId)) throw new Error(`Invalid tenant id ${JSON.stringify(tenantId)}`);
-  return Number(tenantId);
 }
 
 /**

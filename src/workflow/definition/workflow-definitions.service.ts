@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { SelectQueryBuilder } from 'typeorm';
 import { NotFoundError } from '../../common/errors/app-error';
 import { DatabaseService } from '../../database/database.service';
-import { tenantNumber } from '../instance/instances.repository';
+import { tenantNumber } from '../../database/raw-values';
 import { textOf } from '../instance/json';
 import { parseWorkflowSchema, type WorkflowSchema } from './workflow-schema';
 

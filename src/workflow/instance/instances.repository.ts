@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { QueryRunner, SelectQueryBuilder } from 'typeorm';
 import { DatabaseService } from '../../database/database.service';
+import { tenantNumber } from '../../database/raw-values';
 import { dialectOf, exactEquals, fromDbTimestamp, rowLockFor, toDbTimestamp } from '../../database/dialect';
 import { insertedKeyOf, returningOf } from '../../database/dialect/returning';
 import { isInstanceState, type InstanceState } from './state-machine';
@@ -80,11 +81,6 @@ const INSTANCE_COLUMNS = [
   'wfi_updated_at',
   'wfi_completed_at',
 ];
-
-export function tenantNumber(tenantId: string): number {
-  if (!/^\d{1,15}$/.test(tenantId)) throw new Error(`Invalid tenant id ${JSON.stringify(tenantId)}`);
-  return Number(tenantId);
-}
 
 /**
  * Statements on wft_instances, wft_node_states, wft_logs and wft_step_keys (spec §2.8, D49). Every

@@ -17,12 +17,5 @@ export function jsonObject(value: unknown): Record<string, unknown> {
     : {};
 }
 
-/** A column value as text (MariaDB's and SQL Server's drivers may return other types). */
-export function textOf(value: unknown): string | null {
-  if (value === null || value === undefined) return null;
-  if (Buffer.isBuffer(value)) return value.toString('utf8');
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean')
-    return String(value);
-  return JSON.stringify(value);
-}
+/** A column value as text (raw-values.ts). */
+export { columnText as textOf } from '../../database/raw-values';

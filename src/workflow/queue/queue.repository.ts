@@ -3,7 +3,7 @@ import type { QueryRunner, SelectQueryBuilder } from 'typeorm';
 import { DatabaseService } from '../../database/database.service';
 import { fromDbTimestamp, toDbTimestamp } from '../../database/dialect';
 import { skipLockedClaim } from '../../database/dialect/claim';
-import { tenantNumber } from '../instance/instances.repository';
+import { tenantNumber } from '../../database/raw-values';
 import { textOf } from '../instance/json';
 
 /** `step`: run the node; `timeout`: an approval step's `timeoutS` came due. */
