@@ -69,7 +69,16 @@ export class ConfigDeliveryService {
     const cached = await this.cache.getJson<unknown>(key);
     if (isObject(cached) && cached.answer === null) return undefined;
     if (isObject(cached) && isAnswer(def, code, cached.answer)) return cached.answer;
+    // Concurrent misses of one key read the database once (issue 13 #3).
+    return this.cache.singleFlight(key, () => this.load(tenantId, def, code, key));
+  }
 
+  private async load(
+    tenantId: string,
+    def: ConfigKindDef,
+    code: string,
+    key: string,
+  ): Promise<ConfigAnswer | undefined> {
     const [row] = await this.repository.findCandidates(def, tenantId, code);
     const answer = row ? answerOf(def, row) : undefined;
     if (row && !answer)

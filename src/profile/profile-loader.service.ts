@@ -158,6 +158,18 @@ export class ProfileLoaderService {
       }
     }
 
+    // Concurrent misses of one tenant's profile load it once (issue 13 #3).
+    const fromDatabase = () => this.loadFromDatabase(options, key, ttl, cacheEnabled);
+    return cacheEnabled && tenantId ? this.cache.singleFlight(key, fromDatabase) : fromDatabase();
+  }
+
+  private async loadFromDatabase(
+    options: LoadProfileOptions,
+    key: string,
+    ttl: number,
+    cacheEnabled: boolean,
+  ): Promise<LoadedProfile> {
+    const { entityCode, tenantId } = options;
     const entity = options.entity ?? (await this.registry.resolve(tenantId, entityCode));
     if (!entity) throw profileNotFound(`Entity ${entityCode} not found`, entityCode);
     const row = await this.profiles.findForEntity(tenantId, entityCode);

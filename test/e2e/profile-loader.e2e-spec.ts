@@ -9,6 +9,7 @@ import {
   ProfileLoaderService,
   ProfileRequest,
 } from '../../src/profile/profile-loader.service';
+import { ProfileRepository } from '../../src/profile/profile.repository';
 import { RegistryService } from '../../src/registry/registry.service';
 import { authHeaders, signin, TENANT } from '../support/auth';
 import { startTestApp, TestApp } from '../support/test-app';
@@ -453,6 +454,25 @@ describe('Profile loader (spec §4.3 rules 1-11, D20)', () => {
         value,
         status: 200,
       });
+    }
+  });
+
+  it('should load a missed profile once for concurrent requests (single flight, issue 13 #3)', async () => {
+    const code = newCode('flight');
+    await insertEntity(code);
+    await insertProfile(code);
+    await cache.delete([key(TENANT.acme, code)]);
+    const reads = jest.spyOn(t.app.get(ProfileRepository), 'findForEntity');
+    try {
+      const loaded = await Promise.all(
+        Array.from({ length: 20 }, () => loader.loadProfile({ entityCode: code, tenantId: TENANT.acme })),
+      );
+      expect(loaded.every((l) => l?.profile.prf_policy !== undefined)).toBe(true);
+      expect(
+        reads.mock.calls.filter(([tenant, entity]) => tenant === TENANT.acme && entity === code),
+      ).toHaveLength(1);
+    } finally {
+      reads.mockRestore();
     }
   });
 
