@@ -3,6 +3,8 @@ import { HealthModule } from '../health/health.module';
 import { ProfileModule } from '../profile/profile.module';
 import { RecordsModule } from '../records/records.module';
 import { WorkflowDefinitionsService } from './definition/workflow-definitions.service';
+import { Approvals } from './engine/approvals';
+import { InstanceTransitions } from './engine/transitions';
 import { WorkflowEngine } from './engine/workflow-engine';
 import { InstancesRepository } from './instance/instances.repository';
 import { WorkflowInstancesService } from './instance/workflow-instances.service';
@@ -29,6 +31,8 @@ import { WorkflowTelemetry } from './workflow-telemetry';
     WorkflowWakeBus,
     WorkflowTelemetry,
     EntitySteps,
+    InstanceTransitions,
+    Approvals,
     WorkflowEngine,
     WorkflowInstancesService,
     WorkflowWorker,

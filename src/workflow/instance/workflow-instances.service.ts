@@ -12,7 +12,8 @@ import type { AuthUser } from '../../common/request-context';
 import { modeAllows } from '../../profile/access/mode-actions';
 import { ProfileLoaderService } from '../../profile/profile-loader.service';
 import { WorkflowDefinitionsService } from '../definition/workflow-definitions.service';
-import { WorkflowEngine } from '../engine/workflow-engine';
+import { Approvals } from '../engine/approvals';
+import { InstanceTransitions } from '../engine/transitions';
 import { QueueRepository } from '../queue/queue.repository';
 import { WorkflowWakeBus } from '../queue/wake-bus';
 import { WorkflowTelemetry, type WorkflowEvent } from '../workflow-telemetry';
@@ -64,7 +65,7 @@ const iso = (ms: number | null): string | null => (ms === null ? null : new Date
 /**
  * The workflow routes' use cases (D33, D34, issue 12): start, read, list, logs, pause, resume,
  * cancel, approve and reject. Every one is scoped to the caller's tenant: another tenant's instance
- * id is 404. State changes are transactions that lock the instance row (engine.fence), so they
+ * id is 404. State changes are transactions that lock the instance row (transitions.fence), so they
  * exclude each other and the steps running on any instance.
  */
 @Injectable()
@@ -73,7 +74,8 @@ export class WorkflowInstancesService {
     private readonly definitions: WorkflowDefinitionsService,
     private readonly instances: InstancesRepository,
     private readonly queue: QueueRepository,
-    private readonly engine: WorkflowEngine,
+    private readonly transitions: InstanceTransitions,
+    private readonly approvals: Approvals,
     private readonly wakeBus: WorkflowWakeBus,
     private readonly telemetry: WorkflowTelemetry,
     private readonly profiles: ProfileLoaderService,
@@ -104,7 +106,7 @@ export class WorkflowInstancesService {
       (version ?? undefined) as number | undefined,
     );
     const now = Date.now();
-    const id = await this.engine.transaction(async (qr) => {
+    const id = await this.transitions.transaction(async (qr) => {
       const newId = await this.instances.insert(
         qr,
         {
@@ -265,7 +267,7 @@ export class WorkflowInstancesService {
       const states = await this.instances.nodeStates(actor.tenantId, id);
       const waiting = states.find((s) => s.nodeId === step.id);
       if (locked.currentNode !== step.id || waiting?.status !== 'WAITING') throw this.notWaiting(locked);
-      await this.engine.decideLocked(
+      await this.approvals.decideLocked(
         qr,
         locked,
         step,
@@ -275,7 +277,7 @@ export class WorkflowInstancesService {
         now,
       );
     });
-    await this.engine.afterCommit({ tenantId: actor.tenantId, instanceId: id, stepSeq: fencedAt }, step);
+    await this.transitions.afterCommit({ tenantId: actor.tenantId, instanceId: id, stepSeq: fencedAt }, step);
     return view;
   }
 
@@ -318,7 +320,7 @@ export class WorkflowInstancesService {
     work: (qr: QueryRunner, instance: InstanceRow, now: number) => Promise<void>,
   ): Promise<InstanceView> {
     let code = '';
-    await this.engine.transaction(async (qr) => {
+    await this.transitions.transaction(async (qr) => {
       const locked = await this.instances.lock(qr, actor.tenantId, id);
       if (!locked) throw new NotFoundError(`Workflow instance ${id} not found`);
       transition(id, locked.status, action);

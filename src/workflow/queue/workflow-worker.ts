@@ -4,7 +4,9 @@ import { hostname } from 'node:os';
 import type { AppConfig } from '../../config/config.schema';
 import { InjectConfig } from '../../config/inject-config.decorator';
 import { ReadinessService } from '../../health/readiness.service';
-import { WorkflowEngine, messageOf } from '../engine/workflow-engine';
+import { messageOf } from '../engine/messages';
+import { InstanceTransitions } from '../engine/transitions';
+import { WorkflowEngine } from '../engine/workflow-engine';
 import { QueueRepository, type QueueRow } from './queue.repository';
 import { WorkflowWakeBus } from './wake-bus';
 
@@ -35,6 +37,7 @@ export class WorkflowWorker implements OnApplicationBootstrap, OnApplicationShut
   constructor(
     @InjectConfig() private readonly config: AppConfig,
     private readonly engine: WorkflowEngine,
+    private readonly transitions: InstanceTransitions,
     private readonly queue: QueueRepository,
     private readonly wakeBus: WorkflowWakeBus,
     private readonly readiness: ReadinessService,
@@ -85,7 +88,7 @@ export class WorkflowWorker implements OnApplicationBootstrap, OnApplicationShut
       // Until start-up has connected, migrated and seeded (spec §3.3), there is no queue to read.
       if (free > 0 && this.readiness.ready) {
         try {
-          claimed = await this.engine.transaction((qr) =>
+          claimed = await this.transitions.transaction((qr) =>
             this.queue.claim(qr, this.workerId, free, leaseMs, Date.now()),
           );
         } catch (err) {
