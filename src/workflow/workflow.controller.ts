@@ -21,7 +21,7 @@ import { ApiErrors } from '../common/http/api-docs';
 import { Enveloped } from '../common/http/envelope';
 import type { AuthUser, TenantContext } from '../common/request-context';
 import { WorkflowDefinitionsService, type WorkflowSummary } from './definition/workflow-definitions.service';
-import type { LogRow } from './instance/instances.repository';
+import type { LogRow } from './instance/journal.repository';
 import { INSTANCE_STATES, isInstanceState, type InstanceState } from './instance/state-machine';
 import {
   WorkflowInstancesService,

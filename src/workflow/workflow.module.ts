@@ -7,6 +7,7 @@ import { Approvals } from './engine/approvals';
 import { InstanceTransitions } from './engine/transitions';
 import { WorkflowEngine } from './engine/workflow-engine';
 import { InstancesRepository } from './instance/instances.repository';
+import { InstanceJournalRepository } from './instance/journal.repository';
 import { WorkflowInstancesService } from './instance/workflow-instances.service';
 import { QueueRepository } from './queue/queue.repository';
 import { WorkflowWakeBus } from './queue/wake-bus';
@@ -27,6 +28,7 @@ import { WorkflowTelemetry } from './workflow-telemetry';
   providers: [
     WorkflowDefinitionsService,
     InstancesRepository,
+    InstanceJournalRepository,
     QueueRepository,
     WorkflowWakeBus,
     WorkflowTelemetry,

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { QueryRunner } from 'typeorm';
 import type { StepDef } from '../definition/workflow-schema';
-import { InstancesRepository, type InstanceRow } from '../instance/instances.repository';
+import { InstanceJournalRepository } from '../instance/journal.repository';
+import type { InstanceRow } from '../instance/instances.repository';
 import { QueueRepository, type QueueRow } from '../queue/queue.repository';
 import { asObject } from './messages';
 import { InstanceTransitions } from './transitions';
@@ -16,7 +17,7 @@ import { InstanceTransitions } from './transitions';
 export class Approvals {
   constructor(
     private readonly transitions: InstanceTransitions,
-    private readonly instances: InstancesRepository,
+    private readonly journal: InstanceJournalRepository,
     private readonly queue: QueueRepository,
   ) {}
 
@@ -26,7 +27,7 @@ export class Approvals {
     const done = await this.transitions.fencedForRow(row, async (qr, locked) => {
       const now = Date.now();
       await this.queue.delete(qr, row.id);
-      await this.instances.insertLog(
+      await this.journal.insertLog(
         qr,
         row.tenantId,
         row.instanceId,
@@ -43,10 +44,10 @@ export class Approvals {
         await this.decideLocked(qr, locked, step, decision, by, 'timed out', now);
         return;
       }
-      const waiting = (await this.instances.nodeStates(row.tenantId, row.instanceId)).find(
+      const waiting = (await this.journal.nodeStates(row.tenantId, row.instanceId)).find(
         (s) => s.nodeId === step.id,
       );
-      await this.instances.saveNodeState(qr, row.tenantId, row.instanceId, {
+      await this.journal.saveNodeState(qr, row.tenantId, row.instanceId, {
         nodeId: step.id,
         status: 'TIMED_OUT',
         attempts: 1,
@@ -77,10 +78,10 @@ export class Approvals {
     comment: string | null,
     now: number,
   ): Promise<void> {
-    const states = await this.instances.nodeStates(instance.tenantId, instance.id);
+    const states = await this.journal.nodeStates(instance.tenantId, instance.id);
     const waiting = states.find((s) => s.nodeId === step.id);
     await this.queue.deleteForInstance(qr, instance.tenantId, instance.id, 'timeout');
-    await this.instances.saveNodeState(qr, instance.tenantId, instance.id, {
+    await this.journal.saveNodeState(qr, instance.tenantId, instance.id, {
       nodeId: step.id,
       status: decision === 'approved' ? 'COMPLETED' : 'REJECTED',
       attempts: 1,
@@ -94,7 +95,7 @@ export class Approvals {
         decidedAt: new Date(now).toISOString(),
       },
     });
-    await this.instances.insertLog(
+    await this.journal.insertLog(
       qr,
       instance.tenantId,
       instance.id,

@@ -6,6 +6,7 @@ import { toDbTimestamp } from '../../database/dialect';
 import { BusyError, isBusyError } from '../../database/dialect/constraint-errors';
 import { RecordsWriteRepository } from '../../records/records-write.repository';
 import type { StepDef } from '../definition/workflow-schema';
+import { InstanceJournalRepository } from '../instance/journal.repository';
 import { InstancesRepository, type InstanceRow } from '../instance/instances.repository';
 import { FINAL_STATES } from '../instance/state-machine';
 import { QueueRepository, type QueueRow } from '../queue/queue.repository';
@@ -43,6 +44,7 @@ export class InstanceTransitions {
     private readonly database: DatabaseService,
     private readonly writes: RecordsWriteRepository,
     private readonly instances: InstancesRepository,
+    private readonly journal: InstanceJournalRepository,
     private readonly queue: QueueRepository,
     private readonly telemetry: WorkflowTelemetry,
     private readonly wakeBus: WorkflowWakeBus,
@@ -130,7 +132,7 @@ export class InstanceTransitions {
       { ...extra, wfi_status: 'COMPLETED', wfi_step_seq: seq, wfi_completed_at: toDbTimestamp(now) },
       now,
     );
-    await this.instances.insertLog(
+    await this.journal.insertLog(
       qr,
       instance.tenantId,
       instance.id,
@@ -161,7 +163,7 @@ export class InstanceTransitions {
       },
       now,
     );
-    await this.instances.insertLog(
+    await this.journal.insertLog(
       qr,
       instance.tenantId,
       instance.id,

@@ -9,6 +9,7 @@ import {
   type WorkflowDefinition,
 } from '../definition/workflow-definitions.service';
 import { retryPolicyOf, type StepDef, type StepType } from '../definition/workflow-schema';
+import { InstanceJournalRepository } from '../instance/journal.repository';
 import { InstancesRepository, type InstanceRow } from '../instance/instances.repository';
 import { FINAL_STATES } from '../instance/state-machine';
 import { QueueRepository, type QueueRow } from '../queue/queue.repository';
@@ -45,6 +46,7 @@ export class WorkflowEngine {
     private readonly transitions: InstanceTransitions,
     private readonly approvals: Approvals,
     private readonly instances: InstancesRepository,
+    private readonly journal: InstanceJournalRepository,
     private readonly queue: QueueRepository,
     private readonly definitions: WorkflowDefinitionsService,
     private readonly telemetry: WorkflowTelemetry,
@@ -65,7 +67,7 @@ export class WorkflowEngine {
 
   /** The expression scope of an instance: input, context values, earlier outputs, the record. */
   async scopeOf(instance: InstanceRow): Promise<ExpressionScope> {
-    const states = await this.instances.nodeStates(instance.tenantId, instance.id);
+    const states = await this.journal.nodeStates(instance.tenantId, instance.id);
     const steps: Record<string, unknown> = {};
     for (const s of states) steps[s.nodeId] = s.output;
     const values = instance.context.values;
@@ -176,7 +178,7 @@ export class WorkflowEngine {
   ): Promise<void> {
     const instance = await this.transitions.fence(qr, row.tenantId, row.instanceId, row.stepSeq);
     const now = Date.now();
-    await this.instances.insertStepKey(
+    await this.journal.insertStepKey(
       qr,
       row.tenantId,
       row.instanceId,
@@ -187,7 +189,7 @@ export class WorkflowEngine {
     await this.queue.delete(qr, row.id);
     const seq = instance.stepSeq + 1;
     if (outcome.kind === 'wait') {
-      await this.instances.saveNodeState(qr, row.tenantId, row.instanceId, {
+      await this.journal.saveNodeState(qr, row.tenantId, row.instanceId, {
         nodeId: step.id,
         status: 'WAITING',
         attempts: row.attempt,
@@ -217,7 +219,7 @@ export class WorkflowEngine {
         );
       return;
     }
-    await this.instances.saveNodeState(qr, row.tenantId, row.instanceId, {
+    await this.journal.saveNodeState(qr, row.tenantId, row.instanceId, {
       nodeId: step.id,
       status: 'COMPLETED',
       attempts: row.attempt,
@@ -248,7 +250,7 @@ export class WorkflowEngine {
     now: number,
   ): Promise<void> {
     const data = log.data === undefined ? { step: nodeId } : { step: nodeId, data: log.data };
-    await this.instances.insertLog(
+    await this.journal.insertLog(
       qr,
       instance.tenantId,
       instance.id,
@@ -274,7 +276,7 @@ export class WorkflowEngine {
     const retry = !isPermanent(err) && row.attempt < policy.maxAttempts;
     const done = await this.transitions.fencedForRow(row, async (qr, instance) => {
       const now = Date.now();
-      await this.instances.insertStepKey(
+      await this.journal.insertStepKey(
         qr,
         row.tenantId,
         row.instanceId,
@@ -284,14 +286,14 @@ export class WorkflowEngine {
       await this.queue.delete(qr, row.id);
       if (retry) {
         const delay = retryDelayMs(policy, row.attempt);
-        await this.instances.saveNodeState(qr, row.tenantId, row.instanceId, {
+        await this.journal.saveNodeState(qr, row.tenantId, row.instanceId, {
           nodeId: step.id,
           status: 'RETRYING',
           error: message,
           attempts: row.attempt,
           startedAt,
         });
-        await this.instances.insertLog(
+        await this.journal.insertLog(
           qr,
           row.tenantId,
           row.instanceId,
@@ -325,7 +327,7 @@ export class WorkflowEngine {
         );
         return;
       }
-      await this.instances.saveNodeState(qr, row.tenantId, row.instanceId, {
+      await this.journal.saveNodeState(qr, row.tenantId, row.instanceId, {
         nodeId: step.id,
         status: 'FAILED',
         error: message,
@@ -333,7 +335,7 @@ export class WorkflowEngine {
         startedAt,
         finishedAt: now,
       });
-      await this.instances.insertLog(
+      await this.journal.insertLog(
         qr,
         row.tenantId,
         row.instanceId,

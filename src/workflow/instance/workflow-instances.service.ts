@@ -17,13 +17,8 @@ import { InstanceTransitions } from '../engine/transitions';
 import { QueueRepository } from '../queue/queue.repository';
 import { WorkflowWakeBus } from '../queue/wake-bus';
 import { WorkflowTelemetry, type WorkflowEvent } from '../workflow-telemetry';
-import {
-  InstancesRepository,
-  type InstanceFilter,
-  type InstanceRow,
-  type LogRow,
-  type NodeStateRow,
-} from './instances.repository';
+import { InstancesRepository, type InstanceFilter, type InstanceRow } from './instances.repository';
+import { InstanceJournalRepository, type LogRow, type NodeStateRow } from './journal.repository';
 import { transition, type InstanceAction, type InstanceState } from './state-machine';
 
 /** Who acts, as the routes know them. */
@@ -73,6 +68,7 @@ export class WorkflowInstancesService {
   constructor(
     private readonly definitions: WorkflowDefinitionsService,
     private readonly instances: InstancesRepository,
+    private readonly journal: InstanceJournalRepository,
     private readonly queue: QueueRepository,
     private readonly transitions: InstanceTransitions,
     private readonly approvals: Approvals,
@@ -133,7 +129,7 @@ export class WorkflowInstancesService {
         },
         now,
       );
-      await this.instances.insertLog(
+      await this.journal.insertLog(
         qr,
         actor.tenantId,
         newId,
@@ -154,13 +150,13 @@ export class WorkflowInstancesService {
   async get(tenantId: string, id: number, withNodes = false): Promise<InstanceView> {
     const instance = await this.instances.find(tenantId, id);
     if (!instance) throw new NotFoundError(`Workflow instance ${id} not found`);
-    const nodes = await this.instances.nodeStates(tenantId, id);
+    const nodes = await this.journal.nodeStates(tenantId, id);
     return this.view(instance, nodes, withNodes);
   }
 
   async list(tenantId: string, filter: InstanceFilter): Promise<{ rows: InstanceView[]; total: number }> {
     const { rows, total } = await this.instances.list(tenantId, filter);
-    const waiting = await this.instances.waitingNodes(
+    const waiting = await this.journal.waitingNodes(
       tenantId,
       rows.map((r) => r.id),
     );
@@ -176,14 +172,14 @@ export class WorkflowInstancesService {
   async logs(tenantId: string, id: number, page: { afterId: number; limit: number }): Promise<LogRow[]> {
     if (!(await this.instances.find(tenantId, id)))
       throw new NotFoundError(`Workflow instance ${id} not found`);
-    return this.instances.logs(tenantId, id, page);
+    return this.journal.logs(tenantId, id, page);
   }
 
   async pause(actor: Actor, id: number, reason: string | null): Promise<InstanceView> {
     return this.change(actor, id, 'pause', reason, async (qr, instance, now) => {
       await this.instances.update(qr, actor.tenantId, id, { wfi_status: 'PAUSED' }, now);
       await this.queue.holdForInstance(qr, actor.tenantId, id);
-      await this.instances.insertLog(
+      await this.journal.insertLog(
         qr,
         actor.tenantId,
         id,
@@ -201,7 +197,7 @@ export class WorkflowInstancesService {
     const view = await this.change(actor, id, 'resume', reason, async (qr, _instance, now) => {
       await this.instances.update(qr, actor.tenantId, id, { wfi_status: 'RUNNING' }, now);
       await this.queue.releaseForInstance(qr, actor.tenantId, id);
-      await this.instances.insertLog(
+      await this.journal.insertLog(
         qr,
         actor.tenantId,
         id,
@@ -227,7 +223,7 @@ export class WorkflowInstancesService {
         { wfi_status: 'CANCELLED', wfi_step_seq: instance.stepSeq + 1, wfi_completed_at: toDbTimestamp(now) },
         now,
       );
-      await this.instances.insertLog(
+      await this.journal.insertLog(
         qr,
         actor.tenantId,
         id,
@@ -264,7 +260,7 @@ export class WorkflowInstancesService {
     let fencedAt = 0;
     const view = await this.change(actor, id, action, comment, async (qr, locked, now) => {
       fencedAt = locked.stepSeq;
-      const states = await this.instances.nodeStates(actor.tenantId, id);
+      const states = await this.journal.nodeStates(actor.tenantId, id);
       const waiting = states.find((s) => s.nodeId === step.id);
       if (locked.currentNode !== step.id || waiting?.status !== 'WAITING') throw this.notWaiting(locked);
       await this.approvals.decideLocked(
