@@ -4,11 +4,9 @@ import {
   expressionError,
   ExpressionScope,
   MAX_EXPRESSION_LENGTH,
-  renderTemplate,
-  templateErrors,
-  templateProblems,
   truthy,
 } from './expressions';
+import { renderTemplate, templateErrors, templateProblems } from './templates';
 
 const scope: ExpressionScope = {
   input: { customerId: 42, tier: 'gold', amount: 12.5, tags: ['a', 'b'], nested: { deep: { value: 7 } } },

@@ -1,5 +1,6 @@
 import { FieldError, ValidationError } from '../../common/errors/app-error';
-import { expressionError, templateProblems } from './expressions';
+import { expressionError } from './expressions';
+import { templateProblems } from './templates';
 import {
   STEP_TYPES,
   type StepType,

@@ -1,4 +1,4 @@
-import { renderTemplate } from '../definition/expressions';
+import { renderTemplate } from '../definition/templates';
 import type { StepHandler } from '../engine/step-types';
 
 /**

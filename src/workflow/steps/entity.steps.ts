@@ -6,7 +6,7 @@ import { RecordContextFactory } from '../../records/record-context.factory';
 import { CreateRecord } from '../../records/use-cases/create-record';
 import { ReadRecord } from '../../records/use-cases/read-records';
 import { UpdateRecord } from '../../records/use-cases/update-record';
-import { renderTemplate } from '../definition/expressions';
+import { renderTemplate } from '../definition/templates';
 import type { CommitStep, StepHandler, StepRun } from '../engine/step-types';
 
 /**

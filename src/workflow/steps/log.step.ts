@@ -1,4 +1,4 @@
-import { renderTemplate } from '../definition/expressions';
+import { renderTemplate } from '../definition/templates';
 import type { StepHandler, StepLogEntry } from '../engine/step-types';
 
 const LEVELS = new Set(['debug', 'info', 'warn', 'error']);
