@@ -549,7 +549,9 @@ describe('Workflow step types, retries, onError and permissions (issue 12, D35, 
         ],
       });
       const id = await h.start(code, { name: 'text' });
-      const done = await h.settled(id, 'COMPLETED');
+      // The onError step runs; its path ends FAILED (the step's work never happened).
+      const done = await h.settled(id, 'FAILED');
+      expect(h.node(done, 'recover')?.status).toBe('COMPLETED');
       expect(h.node(done, 'boom')).toMatchObject({ status: 'FAILED', attempts: 3 });
       expect(h.node(done, 'boom')?.error).toMatch(/operator \* needs numbers/);
       expect(h.nodeIds(done)).toEqual(['boom', 'recover']);
@@ -633,12 +635,37 @@ describe('Workflow step types, retries, onError and permissions (issue 12, D35, 
           logStep('handler', 'handled'),
         ],
       });
-      const done = await h.settled(await h.start(code, { name: 'x' }), 'COMPLETED');
+      // The handler runs; the path ends FAILED with the error of the step that failed.
+      const done = await h.settled(await h.start(code, { name: 'x' }), 'FAILED');
       expect(h.nodeIds(done)).toEqual(['boom', 'handler']);
       expect(h.node(done, 'boom')?.status).toBe('FAILED');
+      expect(h.node(done, 'handler')?.status).toBe('COMPLETED');
+      expect(done.error).toMatch(/^Step boom: .*operator \* needs numbers.*onError path/);
       const messages = (await h.logs(done.id as number)).map((l): unknown => l.message);
       expect(messages).toContain('handled');
       expect(messages).not.toContain('not reached');
+    });
+
+    it('should end COMPLETED when the failed step succeeds on a later visit (recovered)', async () => {
+      // boom fails once (input.name is text), the handler fixes the input's stand-in in the
+      // context, and the loop back to a step that reads it succeeds.
+      const code = await h.define('onerror_recover', {
+        steps: [
+          {
+            id: 'boom',
+            type: 'set',
+            config: { values: { doubled: '{{(context.n ?? input.name) * 2}}' } },
+            onError: 'handler',
+            next: 'after',
+          },
+          logStep('after', 'recovered'),
+          { id: 'handler', type: 'set', config: { values: { n: 21 } }, next: 'boom' },
+        ],
+      });
+      const done = await h.settled(await h.start(code, { name: 'x' }), 'COMPLETED');
+      expect(done.context).toMatchObject({ n: 21, doubled: 42 });
+      expect(done.error).toBeNull();
+      expect(h.node(done, 'boom')?.status).toBe('COMPLETED');
     });
 
     it("should apply errorHandling.onFailure 'continue' to a step without onError", async () => {

@@ -124,6 +124,23 @@ export class InstanceTransitions {
       );
       return;
     }
+    // The end of an error path (a step failed and its onError named a step): the work the
+    // workflow was for did not happen, so it ends FAILED with that step's error.
+    const context =
+      typeof extra.wfi_context === 'string'
+        ? (JSON.parse(extra.wfi_context) as Record<string, unknown>)
+        : instance.context;
+    const handled = failureOf(context);
+    if (handled) {
+      await this.failLocked(
+        qr,
+        instance,
+        `${handled.error} (the workflow ended on its onError path)`,
+        extra,
+        now,
+      );
+      return;
+    }
     await this.queue.deleteForInstance(qr, instance.tenantId, instance.id);
     await this.instances.update(
       qr,
@@ -183,16 +200,25 @@ export class InstanceTransitions {
     target: string,
     failure: string,
     now: number,
+    errorPath = false,
   ): Promise<void> {
-    if (target === 'fail') await this.failLocked(qr, instance, failure, {}, now);
-    else
-      await this.continueWith(
-        qr,
-        instance,
-        { next: target === 'continue' ? (step.next ?? null) : target },
-        {},
-        now,
-      );
+    if (target === 'fail') {
+      await this.failLocked(qr, instance, failure, {}, now);
+      return;
+    }
+    if (target === 'continue') {
+      await this.continueWith(qr, instance, { next: step.next ?? null }, {}, now);
+      return;
+    }
+    // A step id: on an error path, the failure is remembered (and shown) until the failed step
+    // succeeds on a later visit, or the path ends (FAILED, see continueWith).
+    const extra: Record<string, unknown> = errorPath
+      ? {
+          wfi_context: JSON.stringify({ ...instance.context, failure: { step: step.id, error: failure } }),
+          wfi_error_message: failure.slice(0, 4000),
+        }
+      : {};
+    await this.continueWith(qr, instance, { next: target }, extra, now);
   }
 
   /**
@@ -250,4 +276,12 @@ export class InstanceTransitions {
     if (err.reason === 'paused') await this.queue.hold(row.id);
     else await this.queue.delete(undefined, row.id);
   }
+}
+
+/** The failure an instance's context remembers (goTo on an error path), if any. */
+export function failureOf(context: Record<string, unknown>): { step: string; error: string } | undefined {
+  const f = context.failure;
+  if (!f || typeof f !== 'object') return undefined;
+  const { step, error } = f as Record<string, unknown>;
+  return typeof step === 'string' && typeof error === 'string' ? { step, error } : undefined;
 }

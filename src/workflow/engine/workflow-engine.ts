@@ -23,7 +23,7 @@ import { WorkflowTelemetry } from '../workflow-telemetry';
 import { Approvals } from './approvals';
 import { asObject, messageOf } from './messages';
 import { isPermanent, type StepHandler, type StepLogEntry, type StepOutcome } from './step-types';
-import { InstanceTransitions, StepAborted } from './transitions';
+import { failureOf, InstanceTransitions, StepAborted } from './transitions';
 
 /** A run longer than this many steps is a loop: the instance fails. */
 export const MAX_STEPS_PER_INSTANCE = 10_000;
@@ -227,8 +227,11 @@ export class WorkflowEngine {
       startedAt,
       finishedAt: now,
     });
+    const { failure: _failure, ...kept } = instance.context;
+    // A step that failed and now succeeds (a retry loop through its onError path): recovered.
+    const recovered = failureOf(instance.context)?.step === step.id;
     const context = {
-      ...instance.context,
+      ...(recovered ? kept : instance.context),
       values: { ...asObject(instance.context.values), ...(outcome.contextValues ?? {}) },
       ...(outcome.record ? { record: outcome.record } : {}),
     };
@@ -237,7 +240,7 @@ export class WorkflowEngine {
       qr,
       instance,
       { next, delayMs: outcome.delayMs },
-      { wfi_context: JSON.stringify(context) },
+      { wfi_context: JSON.stringify(context), ...(recovered ? { wfi_error_message: null } : {}) },
       now,
     );
   }
@@ -347,7 +350,7 @@ export class WorkflowEngine {
         now,
       );
       const onError = step.onError ?? definition.schema.errorHandling.onFailure;
-      await this.transitions.goTo(qr, instance, step, onError, `Step ${step.id}: ${message}`, now);
+      await this.transitions.goTo(qr, instance, step, onError, `Step ${step.id}: ${message}`, now, true);
     });
     if (!done) return;
     if (retry) this.telemetry.retry(step.type);

@@ -1,0 +1,137 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * The service under test, in a process of its own (pinned by the orchestrator): the built app
+ * (dist/), configured as scripts/bench.js always has — the embedded default (SQLite file in a
+ * temp dir + in-process cache) with the demo seed, or BENCH_DB=postgres|mariadb and
+ * BENCH_CACHE=redis — listening on a free loopback port. Talks to the orchestrator over IPC:
+ * sends { ready, port, startupMs }, then answers commands { id, cmd, ... } with { id, result } or
+ * { id, error }.
+ */
+const { join } = require('node:path');
+const { performance } = require('node:perf_hooks');
+
+const dist = (p) => require(join(__dirname, '..', '..', 'dist', p));
+
+async function main() {
+  const { loadConfig } = dist('config/config.schema.js');
+  const { createApp } = dist('bootstrap.js');
+  const { StartupService } = dist('health/startup.service.js');
+  const { ensureDatabaseExists, createDataSource } = dist('database/data-source.factory.js');
+  const { DatabaseService } = dist('database/database.service.js');
+
+  const dir = process.env.BENCH_DIR;
+  const benchDb = (process.env.BENCH_DB ?? 'sqlite').toLowerCase();
+  const dbName = `mtb_bench_${process.pid}`;
+  const dbEnv =
+    benchDb === 'postgres'
+      ? { DB_TYPE: 'postgres', DB_HOST: '127.0.0.1', DB_USER: 'postgres', DB_NAME: dbName }
+      : benchDb === 'mariadb'
+        ? { DB_TYPE: 'mariadb', DB_HOST: '127.0.0.1', DB_USER: 'root', DB_NAME: dbName }
+        : { DB_NAME: join(dir, 'bench.sqlite') };
+  const appConfig = loadConfig({
+    JWT_SECRET: process.env.BENCH_JWT_SECRET,
+    TENANT_ENCRYPTION_KEY: process.env.BENCH_KEY_HEX,
+    NODE_ENV: 'test',
+    ...dbEnv,
+    ...(process.env.BENCH_CACHE === 'redis'
+      ? { CACHE_URL: 'redis://127.0.0.1:6379/0', CACHE_KEY_PREFIX: `bench-${process.pid}` }
+      : {}),
+    SEED_DEMO: 'true',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error',
+    LOG_FORMAT: 'json',
+    // The limits are not what is measured: one client address sends every request.
+    RATE_LIMIT_POINTS: '100000000',
+    PUBLIC_RATE_LIMIT_POINTS: '100000000',
+    ADDRESS_FAILURE_POINTS: '100000000',
+  });
+  await ensureDatabaseExists(appConfig.db);
+  const app = await createApp(appConfig, { logger: false });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  await app.get(StartupService).settled();
+  // From the process's start (Node's own boot included) to ready, demo seed included.
+  const startupMs = performance.now();
+  const ds = app.get(DatabaseService).dataSource;
+
+  let sampler;
+  let peak = 0;
+  const commands = {
+    /** A statement of the bench's own (row counts, removing the rows the create scenario made). */
+    sql: async ({ sql }) => ds.query(sql),
+    /** Customers of tenant 1 up to 10,100 rows (the export scenarios' 10,000 rows once filtered). */
+    exportRows: async ({ total }) => {
+      const live = Number(
+        (await ds.query('SELECT COUNT(*) AS n FROM demo_customers WHERE cus_tenant_id = 1'))[0].n,
+      );
+      const stamp = new Date().toISOString().replace('T', ' ').replace('Z', '');
+      const extra = [];
+      for (let i = live; i < total; i++)
+        extra.push({
+          cus_tenant_id: 1,
+          cus_name: `Export ${i}`,
+          cus_email: `export-${i}@acme.example`,
+          cus_phone: `+1 555 ${String(i).padStart(7, '0')}`,
+          cus_tier: ['bronze', 'silver', 'gold'][i % 3],
+          cus_credit_limit: i,
+          cus_status: 1,
+          cus_is_deleted: 0,
+          cus_last_modified: stamp,
+        });
+      for (let i = 0; i < extra.length; i += 500) {
+        const chunk = extra.slice(i, i + 500);
+        await ds
+          .createQueryBuilder()
+          .insert()
+          .into('demo_customers', Object.keys(chunk[0]))
+          .values(chunk)
+          .execute();
+      }
+      return { live, inserted: extra.length };
+    },
+    rssStart: async () => {
+      peak = process.memoryUsage().rss;
+      sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
+      return { rss: peak };
+    },
+    rssStop: async () => {
+      clearInterval(sampler);
+      return { rss: process.memoryUsage().rss, peak };
+    },
+    close: async () => {
+      await app.close();
+      if (benchDb !== 'sqlite') {
+        // Drop the bench database through the server's own admin connection.
+        const admin = createDataSource({
+          ...appConfig.db,
+          name: benchDb === 'postgres' ? 'postgres' : 'mysql',
+        });
+        await admin.initialize();
+        await admin.query(`DROP DATABASE IF EXISTS ${admin.driver.escape(appConfig.db.name)}`);
+        await admin.destroy();
+      }
+      return {};
+    },
+  };
+  process.on('message', async (msg) => {
+    try {
+      const result = await commands[msg.cmd](msg);
+      process.send({ id: msg.id, result });
+      if (msg.cmd === 'close') process.disconnect();
+    } catch (err) {
+      process.send({ id: msg.id, error: String(err.stack ?? err) });
+    }
+  });
+  process.send({
+    ready: true,
+    port: app.getHttpServer().address().port,
+    startupMs,
+    db: benchDb,
+    cache: process.env.BENCH_CACHE === 'redis' ? 'redis' : 'in-process',
+  });
+}
+
+process.on('disconnect', () => setTimeout(() => process.exit(0), 100).unref());
+main().catch((err) => {
+  process.stderr.write(`${err.stack ?? err}\n`);
+  process.exit(1);
+});
