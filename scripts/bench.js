@@ -1,25 +1,57 @@
 #!/usr/bin/env node
 /**
- * Micro-benchmark of the per-request cost of the tenant guard and the JWT guard, and HTTP
- * benchmarks of protected routes (profile, entity list) against the probe baseline. Run: npm run bench
- * (builds first). Loopback only; bounded in time.
+ * Benchmarks (issue 14). Run: npm run bench (builds first). Loopback only; bounded in time.
  *
- * BENCH_DB=postgres|mariadb runs the HTTP part on that server (127.0.0.1, a database of its own,
- * dropped afterwards) instead of the embedded SQLite file; BENCH_CACHE=redis on the local Redis.
+ * 1. Micro-benchmarks of the per-request cost of the tenant header and JWT verification
+ *    (BENCH_MICRO=0 skips them).
+ * 2. HTTP scenarios, each measured twice side by side: against the built service (scripts/bench/
+ *    service.js: the embedded default — SQLite in a temp dir + in-process cache, demo seed — or
+ *    BENCH_DB=postgres|mariadb on 127.0.0.1 in a database of its own, dropped afterwards, and/or
+ *    BENCH_CACHE=redis on the local Redis) and against bare Fastify answering the exact bytes the
+ *    service answered for that scenario (scripts/bench/bare.js). The ratio req/s(service) ÷
+ *    req/s(bare) is the figure to watch: both run in the same conditions, a busy or slow machine
+ *    moves both. Where taskset exists and there are two cores or more, both servers run on
+ *    BENCH_SERVER_CPUS (default 0) and autocannon, in a process of its own (scripts/bench/load.js),
+ *    on BENCH_LOAD_CPUS (default 1). Each run: BENCH_WARMUP_S (2) of warm-up, then BENCH_DURATION_S
+ *    (6) measured, BENCH_CONNECTIONS (50) connections.
+ * 3. Dataview exports of 10,000 rows (csv, excel, pdf): time, file size, the service's peak RSS
+ *    (BENCH_EXPORTS=0 skips them).
+ *
+ * Writes bench/results/latest.{json,svg}, latest-<db>-<cache>.{json,svg} and a dated copy, and
+ * prints a markdown table. BENCH_ONLY=healthz,list-cached,…,exports runs only those (and writes
+ * nothing).
  */
 'use strict';
 const { createSecretKey, randomBytes } = require('node:crypto');
+const { spawn, spawnSync } = require('node:child_process');
 const { mkdtempSync, rmSync } = require('node:fs');
-const { tmpdir } = require('node:os');
+const os = require('node:os');
 const { join } = require('node:path');
 const jsonwebtoken = require('jsonwebtoken');
 const { JwtService } = require('@nestjs/jwt');
-const { execFile } = require('node:child_process');
+const { machineInfo, gitInfo, markdown, writeResults } = require('./bench/report');
 
 const dist = (p) => require(join(__dirname, '..', 'dist', p));
 const { encryptTenantHeader, decryptTenantHeader } = dist('tenant/tenant-header.crypto.js');
 const { TenantHeaderService } = dist('tenant/tenant-header.service.js');
 const { loadConfig } = dist('config/config.schema.js');
+
+const envNumber = (name, fallback) => {
+  const v = process.env[name];
+  if (v === undefined || v === '') return fallback;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a number ≥ 0, not ${v}`);
+  return n;
+};
+const DURATION_S = envNumber('BENCH_DURATION_S', 6);
+const WARMUP_S = envNumber('BENCH_WARMUP_S', 2);
+const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 50);
+const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
+const out = (s) => process.stdout.write(s);
+
+// ---------------------------------------------------------------------------------------------
+// Micro-benchmarks (in this process)
+// ---------------------------------------------------------------------------------------------
 
 function opsPerSecond(label, fn, ms = 1500) {
   for (let i = 0; i < 200; i++) fn(); // warm-up
@@ -30,255 +62,488 @@ function opsPerSecond(label, fn, ms = 1500) {
     n += 50;
   }
   const rate = Math.round(n / (ms / 1000));
-  process.stdout.write(
+  out(
     `${label.padEnd(58)} ${rate.toLocaleString('en-US').padStart(12)} ops/s  ${(1e6 / rate).toFixed(2).padStart(8)} µs/op\n`,
   );
-  return rate;
+  return { label, opsPerSecond: rate, microsPerOp: 1e6 / rate };
 }
 
-/** autocannon in a process of its own, so the load generator does not share the server's event loop. */
-function autocannon(url, headers) {
-  const args = [require.resolve('autocannon/autocannon.js'), '-c', '50', '-d', '5', '-j'];
-  for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}=${v}`);
-  args.push(url);
-  return new Promise((resolve, reject) =>
-    execFile(process.execPath, args, { maxBuffer: 16 * 1024 * 1024 }, (err, stdout) =>
-      err ? reject(err) : resolve(JSON.parse(stdout)),
-    ),
-  );
-}
-
-async function http(label, url, headers) {
-  const result = await autocannon(url, headers);
-  process.stdout.write(
-    `${label.padEnd(58)} ${Math.round(result.requests.average).toLocaleString('en-US').padStart(12)} req/s  p50 ${result.latency.p50} ms  p99 ${result.latency.p99} ms  non-2xx ${result.non2xx}\n`,
-  );
-  return result;
-}
-
-/** p50/p90/p99 of a list of request times (ms). */
-function report(label, times) {
-  const sorted = [...times].sort((a, b) => a - b);
-  const pct = (p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))].toFixed(2);
-  process.stdout.write(`${label.padEnd(58)} p50 ${pct(50)} ms  p90 ${pct(90)} ms  p99 ${pct(99)} ms\n`);
-}
-
-async function main() {
-  const keyHex = randomBytes(32).toString('hex');
-  const secret = randomBytes(48).toString('base64url');
+function micro(keyHex, secret) {
+  const results = [];
   const header = encryptTenantHeader(1, keyHex);
-
-  process.stdout.write('\nTenant header (x-tenant-id)\n');
-  opsPerSecond('decrypt (HKDF + AES-256-GCM + checks), uncached', () => decryptTenantHeader(header, keyHex));
+  out('\nTenant header (x-tenant-id)\n');
+  results.push(
+    opsPerSecond('decrypt (HKDF + AES-256-GCM + checks), uncached', () => decryptTenantHeader(header, keyHex)),
+  );
   const config = loadConfig({ JWT_SECRET: secret, TENANT_ENCRYPTION_KEY: keyHex, NODE_ENV: 'test' });
   const headers = new TenantHeaderService(config);
-  opsPerSecond('TenantHeaderService.resolve, LRU hit (per request)', () => headers.resolve(header));
+  results.push(opsPerSecond('TenantHeaderService.resolve, LRU hit (per request)', () => headers.resolve(header)));
 
-  process.stdout.write('\nJWT verification (HS256)\n');
-  const payload = {
-    sub: '1',
-    user_id: 1,
-    tenant_id: '1',
-    jti: 'x',
-    exp: Math.floor(Date.now() / 1000) + 3600,
-  };
+  out('\nJWT verification (HS256)\n');
+  const payload = { sub: '1', user_id: 1, tenant_id: '1', jti: 'x', exp: Math.floor(Date.now() / 1000) + 3600 };
   const token = jsonwebtoken.sign(payload, secret, { algorithm: 'HS256' });
-  opsPerSecond('jsonwebtoken.verify, string secret', () =>
-    jsonwebtoken.verify(token, secret, { algorithms: ['HS256'] }),
+  results.push(
+    opsPerSecond('jsonwebtoken.verify, string secret', () =>
+      jsonwebtoken.verify(token, secret, { algorithms: ['HS256'] }),
+    ),
   );
   const keyObject = createSecretKey(Buffer.from(secret, 'utf8'));
-  opsPerSecond('jsonwebtoken.verify, KeyObject secret', () =>
-    jsonwebtoken.verify(token, keyObject, { algorithms: ['HS256'] }),
+  results.push(
+    opsPerSecond('jsonwebtoken.verify, KeyObject secret', () =>
+      jsonwebtoken.verify(token, keyObject, { algorithms: ['HS256'] }),
+    ),
   );
-  const jwt = new JwtService({
-    secret: keyObject,
-    verifyOptions: { algorithms: ['HS256'], clockTolerance: 5 },
-  });
-  opsPerSecond('@nestjs/jwt JwtService.verify as configured (KeyObject)', () => jwt.verify(token));
+  const jwt = new JwtService({ secret: keyObject, verifyOptions: { algorithms: ['HS256'], clockTolerance: 5 } });
+  results.push(opsPerSecond('@nestjs/jwt JwtService.verify as configured (KeyObject)', () => jwt.verify(token)));
+  return results;
+}
 
-  process.stdout.write('\nHTTP (loopback, autocannon in its own process, 50 connections, 5 s each)\n');
-  const dir = mkdtempSync(join(tmpdir(), 'mtb-bench-'));
-  const { createApp } = dist('bootstrap.js');
-  const { StartupService } = dist('health/startup.service.js');
-  const benchDb = (process.env.BENCH_DB ?? 'sqlite').toLowerCase();
-  const dbEnv =
-    benchDb === 'postgres'
-      ? {
-          DB_TYPE: 'postgres',
-          DB_HOST: '127.0.0.1',
-          DB_USER: 'postgres',
-          DB_NAME: `mtb_bench_${process.pid}`,
-        }
-      : benchDb === 'mariadb'
-        ? { DB_TYPE: 'mariadb', DB_HOST: '127.0.0.1', DB_USER: 'root', DB_NAME: `mtb_bench_${process.pid}` }
-        : { DB_NAME: join(dir, 'bench.sqlite') };
-  const appConfig = loadConfig({
-    JWT_SECRET: secret,
-    TENANT_ENCRYPTION_KEY: keyHex,
-    NODE_ENV: 'test',
-    ...dbEnv,
-    ...(process.env.BENCH_CACHE === 'redis'
-      ? { CACHE_URL: 'redis://127.0.0.1:6379/0', CACHE_KEY_PREFIX: `bench-${process.pid}` }
-      : {}),
-    SEED_DEMO: 'true',
-    LOG_LEVEL: 'error',
-    LOG_FORMAT: 'json',
-    // The limits are not what is measured: one client address sends every request.
-    RATE_LIMIT_POINTS: '100000000',
-    PUBLIC_RATE_LIMIT_POINTS: '100000000',
-    ADDRESS_FAILURE_POINTS: '100000000',
-  });
-  const { ensureDatabaseExists, createDataSource } = dist('database/data-source.factory.js');
-  await ensureDatabaseExists(appConfig.db);
-  process.stdout.write(
-    `(database ${benchDb}, cache ${process.env.BENCH_CACHE === 'redis' ? 'redis' : 'in-process'})\n`,
-  );
-  const app = await createApp(appConfig, { logger: false });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  await app.get(StartupService).settled();
-  const base = `http://127.0.0.1:${app.getHttpServer().address().port}`;
-  const demoHeader = encryptTenantHeader(1, keyHex);
-  const signin = await fetch(`${base}/api/v1/auth/signin`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-tenant-id': demoHeader },
-    body: JSON.stringify({
-      email_id: 'admin@acme.test',
-      password: dist('database/seed/demo-data.js').DEV_DEMO_PASSWORD,
-    }),
-  }).then((r) => r.json());
-  await http('GET /healthz (no guards; baseline)', `${base}/healthz`, {});
-  await http('GET /api/v1/auth/tenant-config (tenant guard)', `${base}/api/v1/auth/tenant-config`, {
-    'x-tenant-id': demoHeader,
-  });
-  await http('GET /api/v1/auth/profile (tenant + JWT guards + 1 query)', `${base}/api/v1/auth/profile`, {
-    'x-tenant-id': demoHeader,
-    authorization: `Bearer ${signin.data.token}`,
-  });
-  const auth = { 'x-tenant-id': demoHeader, authorization: `Bearer ${signin.data.token}` };
-  await http(
-    'GET /api/v1/customers?limit=25 (entity list, cache hit)',
-    `${base}/api/v1/customers?limit=25`,
-    auth,
-  );
+// ---------------------------------------------------------------------------------------------
+// Processes: pinning, the two servers, the load runner
+// ---------------------------------------------------------------------------------------------
 
-  // Uncached list reads: every request a different page, so the D27 cache never answers.
-  process.stdout.write('\nEntity list read, uncached (200 sequential requests, distinct pages)\n');
-  const times = [];
-  for (let i = 0; i < 200; i++) {
-    const t0 = process.hrtime.bigint();
-    const res = await fetch(
-      `${base}/api/v1/orders?limit=25&skip=${i % 90}&sortBy=amount&sortOrder=${i % 2 ? 'asc' : 'desc'}&filters[status]=${['new', 'paid', 'shipped', 'cancelled'][i % 4]}`,
-      { headers: auth },
-    );
-    await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`list read answered ${res.status}`);
-    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
-  }
-  report('GET /api/v1/orders (filter + sort + page), uncached', times);
+function pinning() {
+  const cores = os.availableParallelism ? os.availableParallelism() : os.cpus().length;
+  if (cores < 2) return null;
+  const probe = spawnSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
+  if (probe.error || probe.status !== 0) return null;
+  return { servers: process.env.BENCH_SERVER_CPUS ?? '0', load: process.env.BENCH_LOAD_CPUS ?? '1' };
+}
 
-  // Writes: validation, unique-value lock and check, value set, INSERT/UPDATE, audit row, cache drop.
-  process.stdout.write('\nEntity writes (200 sequential requests each)\n');
-  const json = { ...auth, 'content-type': 'application/json' };
-  const created = [];
-  const createTimes = [];
-  for (let i = 0; i < 200; i++) {
-    const t0 = process.hrtime.bigint();
-    const res = await fetch(`${base}/api/v1/customers`, {
+function spawnNode(cpus, args, options) {
+  return cpus
+    ? spawn('taskset', ['-c', cpus, process.execPath, ...args], options)
+    : spawn(process.execPath, args, options);
+}
+
+/** A child with an IPC channel: `ready` (its first message) and `call(cmd, payload)`. */
+function ipcChild(script, cpus, env) {
+  const child = spawnNode(cpus, [join(__dirname, 'bench', script)], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  let next = 0;
+  const pending = new Map();
+  let onFirst;
+  const ready = new Promise((resolve, reject) => {
+    onFirst = resolve;
+    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready`)));
+    child.once('error', reject);
+  });
+  let first = true;
+  child.on('message', (msg) => {
+    if (first) {
+      first = false;
+      onFirst(msg);
+      return;
+    }
+    const p = pending.get(msg.id);
+    if (!p) return;
+    pending.delete(msg.id);
+    if (msg.error) p.reject(new Error(msg.error));
+    else p.resolve(msg.result);
+  });
+  child.on('exit', () => {
+    for (const p of pending.values()) p.reject(new Error(`${script} exited`));
+    pending.clear();
+  });
+  const call = (cmd, payload = {}) =>
+    new Promise((resolve, reject) => {
+      const id = ++next;
+      pending.set(id, { resolve, reject });
+      child.send({ id, cmd, ...payload });
+    });
+  return { child, ready, call };
+}
+
+/** One scenario against one server: warm-up + measured run in the pinned load process. */
+function runLoad(pin, spec) {
+  return new Promise((resolve, reject) => {
+    const child = spawnNode(pin?.load, [join(__dirname, 'bench', 'load.js'), JSON.stringify(spec)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      if (code !== 0) return reject(new Error(`load runner exited with ${code}`));
+      try {
+        resolve(JSON.parse(stdout.trim().split('\n').pop()));
+      } catch (err) {
+        reject(err);
+      }
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios
+// ---------------------------------------------------------------------------------------------
+
+async function request(base, { method = 'GET', path, headers = {}, body }) {
+  const res = await fetch(`${base}${path}`, { method, headers, body });
+  const bytes = Buffer.from(await res.arrayBuffer());
+  return { status: res.status, contentType: res.headers.get('content-type') ?? 'application/octet-stream', bytes };
+}
+
+async function json(base, req, expected) {
+  const r = await request(base, req);
+  if (!expected.includes(r.status))
+    throw new Error(`${req.method ?? 'GET'} ${req.path} answered ${r.status}: ${r.bytes.toString().slice(0, 300)}`);
+  return JSON.parse(r.bytes.toString());
+}
+
+/**
+ * The scenarios, in run order. Each: id, label, method, route (the pattern the bare server
+ * registers), target (issue 14's ratio, if any), and prepare() → { spec, sample }: the load
+ * spec (requests.js) and one representative request, whose answer is the bytes bare Fastify serves.
+ */
+function scenarios(ctx) {
+  const { base, tenantHeader, auth, jsonAuth, service } = ctx;
+  const fixed = (req) => ({ spec: { kind: 'fixed', ...req }, sample: req });
+  return [
+    {
+      id: 'healthz',
+      label: 'GET /healthz',
+      method: 'GET',
+      route: '/healthz',
+      target: 0.6,
+      prepare: async () => fixed({ method: 'GET', path: '/healthz', headers: {} }),
+    },
+    {
+      id: 'tenant-config',
+      label: 'tenant-config (x-tenant-id)',
+      method: 'GET',
+      route: '/api/v1/auth/tenant-config',
+      target: 0.5,
+      prepare: async () =>
+        fixed({ method: 'GET', path: '/api/v1/auth/tenant-config', headers: { 'x-tenant-id': tenantHeader } }),
+    },
+    {
+      id: 'profile',
+      label: 'profile (tenant + JWT guards + 1 query)',
+      method: 'GET',
+      route: '/api/v1/auth/profile',
+      prepare: async () => fixed({ method: 'GET', path: '/api/v1/auth/profile', headers: auth }),
+    },
+    {
+      id: 'list-cached',
+      label: 'list of 25 customers, cached',
+      method: 'GET',
+      route: '/api/v1/customers',
+      target: 0.35,
+      prepare: async () => fixed({ method: 'GET', path: '/api/v1/customers?limit=25', headers: auth }),
+    },
+    {
+      id: 'list-uncached',
+      label: 'list of 24-26 customers, uncached',
+      method: 'GET',
+      route: '/api/v1/customers',
+      prepare: async () => {
+        const total = (await json(base, { path: '/api/v1/customers?limit=1', headers: auth }, [200])).data.total;
+        const limits = [24, 25, 26];
+        const sortBy = ['id', 'name', 'email', 'tier', 'credit_limit'];
+        const skips = [];
+        for (let s = 0; s + 26 <= total && s < 100; s++) skips.push(s);
+        if (skips.length === 0) throw new Error(`customers has ${total} rows: too few for the uncached list`);
+        for (const field of sortBy)
+          await json(base, { path: `/api/v1/customers?limit=25&sortBy=${field}`, headers: auth }, [200]);
+        const clear = { url: `${base}/api/v1/admin/cache/clear`, headers: jsonAuth, body: '{"scope":"lists"}' };
+        const params = { entityPath: '/api/v1/customers', limits, skips, sortBy };
+        return {
+          // The checks above and the sample request cached some of the combinations.
+          beforeService: () =>
+            json(base, { method: 'POST', path: '/api/v1/admin/cache/clear', headers: jsonAuth, body: clear.body }, [200]),
+          spec: { kind: 'uncachedList', headers: auth, params: { ...params, clear } },
+          bareSpec: { kind: 'uncachedList', headers: auth, params: { ...params, clear: null } },
+          sample: { method: 'GET', path: `/api/v1/customers?limit=25&skip=0&sortBy=name&sortOrder=desc`, headers: auth },
+        };
+      },
+    },
+    {
+      id: 'get-one',
+      label: 'one customer by id, uncached',
+      method: 'GET',
+      route: '/api/v1/customers/:id',
+      prepare: async () => {
+        const records = (await json(base, { path: '/api/v1/customers?limit=100&sortBy=id', headers: auth }, [200])).data
+          .records;
+        const paths = records.map((r) => `/api/v1/customers/${r.id}`);
+        return {
+          spec: { kind: 'rotate', headers: auth, params: { paths } },
+          sample: { method: 'GET', path: paths[Math.floor(paths.length / 2)], headers: auth },
+        };
+      },
+    },
+    {
+      id: 'dataview',
+      label: 'dataview data page of 25 (customers_grid)',
+      method: 'GET',
+      route: '/api/v1/dataviews/customers_grid/data',
+      prepare: async () =>
+        fixed({ method: 'GET', path: '/api/v1/dataviews/customers_grid/data?pageSize=25', headers: auth }),
+    },
+    {
+      id: 'create',
+      label: 'create a customer (unique e-mail, audit)',
       method: 'POST',
-      headers: json,
-      body: JSON.stringify({
-        name: `Bench ${i}`,
-        email: `bench-${i}@acme.example`,
-        tier: 'gold',
-        credit_limit: i,
-      }),
-    });
-    const body = await res.json();
-    if (res.status !== 201) throw new Error(`create answered ${res.status}`);
-    createTimes.push(Number(process.hrtime.bigint() - t0) / 1e6);
-    created.push(body.data);
-  }
-  report('POST /api/v1/customers (unique e-mail, value set, audit)', createTimes);
-  const updateTimes = [];
-  for (const c of created) {
-    const t0 = process.hrtime.bigint();
-    const res = await fetch(`${base}/api/v1/customers/${c.id}`, {
+      route: '/api/v1/customers',
+      prepare: async () => {
+        const prefix = `bench-new-${process.pid}-`;
+        return {
+          spec: { kind: 'create', headers: jsonAuth, params: { path: '/api/v1/customers', prefix } },
+          sample: {
+            method: 'POST',
+            path: '/api/v1/customers',
+            headers: jsonAuth,
+            body: JSON.stringify({ name: 'Bench 0', email: `${prefix}0@acme.example`, tier: 'gold', credit_limit: 0 }),
+          },
+        };
+      },
+      // Leave the table as the seed made it for what follows (the exports count their rows).
+      after: async () => {
+        const r = await service.call('sql', { sql: "DELETE FROM demo_customers WHERE cus_email LIKE 'bench-new-%'" });
+        return r;
+      },
+    },
+    {
+      id: 'update',
+      label: 'update a customer (read-edit-save, compare-and-set)',
       method: 'PUT',
-      headers: json,
-      body: JSON.stringify({
-        credit_limit: 1000,
-        email: `bench-moved-${c.id}@acme.example`,
-        lastModified: c.lastModified,
-      }),
-    });
-    await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`update answered ${res.status}`);
-    updateTimes.push(Number(process.hrtime.bigint() - t0) / 1e6);
-  }
-  report('PUT /api/v1/customers/:id (compare-and-set, new e-mail)', updateTimes);
+      route: '/api/v1/customers/:id',
+      prepare: async () => {
+        // Rows of the update pool (a few per connection, so a row is never in two requests at
+        // once), each read first: the read gives the lastModified the save needs (D42).
+        const rows = [];
+        for (let i = 0; i <= Math.max(4 * CONNECTIONS, 20); i++) {
+          const created = await json(
+            base,
+            {
+              method: 'POST',
+              path: '/api/v1/customers',
+              headers: jsonAuth,
+              body: JSON.stringify({ name: `Update ${i}`, email: `bench-upd-${process.pid}-${i}@acme.example`, tier: 'silver', credit_limit: i }),
+            },
+            [201],
+          );
+          rows.push((await json(base, { path: `/api/v1/customers/${created.data.id}`, headers: auth }, [200])).data);
+        }
+        const sampleRow = rows.pop();
+        return {
+          spec: { kind: 'update', headers: jsonAuth, params: { rows, pathPrefix: '/api/v1/customers/' } },
+          sample: {
+            method: 'PUT',
+            path: `/api/v1/customers/${sampleRow.id}`,
+            headers: jsonAuth,
+            body: JSON.stringify({ ...sampleRow, credit_limit: 999 }),
+          },
+        };
+      },
+    },
+    {
+      id: 'signin',
+      label: 'sign-in (argon2id verify, by design)',
+      method: 'POST',
+      route: '/api/v1/auth/signin',
+      // argon2 runs on libuv's 4 threads: more connections only queue (and a warm-up's backlog of
+      // 50 verifications would spill into the measured run).
+      connections: Math.min(CONNECTIONS, 4),
+      prepare: async () =>
+        fixed({
+          method: 'POST',
+          path: '/api/v1/auth/signin',
+          headers: { 'content-type': 'application/json', 'x-tenant-id': tenantHeader },
+          body: ctx.signinBody,
+        }),
+    },
+  ];
+}
 
-  // Exports (issue 11): 10,000 rows of customers_grid in each format, with the time of the export
-  // request and the process's peak RSS while it runs (the service runs in this process).
-  process.stdout.write('\nDataview exports (customers_grid, 10,000 rows)\n');
-  const { DatabaseService } = dist('database/database.service.js');
-  const ds = app.get(DatabaseService).dataSource;
-  const live = Number(
-    (await ds.query('SELECT COUNT(*) AS n FROM demo_customers WHERE cus_tenant_id = 1'))[0].n,
-  );
-  const stamp = new Date().toISOString().replace('T', ' ').replace('Z', '');
-  const extra = [];
-  for (let i = live; i < 10_100; i++)
-    extra.push({
-      cus_tenant_id: 1,
-      cus_name: `Export ${i}`,
-      cus_email: `export-${i}@acme.example`,
-      cus_phone: `+1 555 ${String(i).padStart(7, '0')}`,
-      cus_tier: ['bronze', 'silver', 'gold'][i % 3],
-      cus_credit_limit: i,
-      cus_status: 1,
-      cus_is_deleted: 0,
-      cus_last_modified: stamp,
-    });
-  for (let i = 0; i < extra.length; i += 500) {
-    const chunk = extra.slice(i, i + 500);
-    await ds
-      .createQueryBuilder()
-      .insert()
-      .into('demo_customers', Object.keys(chunk[0]))
-      .values(chunk)
-      .execute();
-  }
+async function exportsOf(ctx) {
+  const { base, auth, jsonAuth, service } = ctx;
+  out('\nDataview exports (customers_grid, 10,000 rows)\n');
+  await service.call('exportRows', { total: 10_100 });
+  const results = [];
+  const mb = (n) => Math.round(n / 1048576);
   for (const format of ['csv', 'excel', 'pdf']) {
-    const before = process.memoryUsage().rss;
-    let peak = before;
-    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
+    const { rss: before } = await service.call('rssStart');
     const t0 = process.hrtime.bigint();
     const res = await fetch(`${base}/api/v1/dataviews/customers_grid/export`, {
       method: 'POST',
-      headers: json,
+      headers: jsonAuth,
       body: JSON.stringify({ format }),
     });
     const body = await res.json();
     const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-    if (res.status !== 200)
-      throw new Error(`export ${format} answered ${res.status}: ${JSON.stringify(body)}`);
+    if (res.status !== 200) throw new Error(`export ${format} answered ${res.status}: ${JSON.stringify(body)}`);
     const file = await fetch(`${base}${body.data.downloadUrl}`, { headers: auth });
     const bytes = (await file.arrayBuffer()).byteLength;
-    clearInterval(sampler);
-    const mb = (n) => (n / 1048576).toFixed(0);
-    process.stdout.write(
-      `${`export ${format} (10,000 rows)`.padEnd(58)} ${ms.toFixed(0)} ms  file ${(bytes / 1024).toFixed(0)} KB  RSS ${mb(before)} → peak ${mb(peak)} MB\n`,
+    const { peak } = await service.call('rssStop');
+    const e = { format, ms, fileKB: Math.round(bytes / 1024), rssBeforeMB: mb(before), rssPeakMB: mb(peak) };
+    results.push(e);
+    out(
+      `${`export ${format} (10,000 rows)`.padEnd(58)} ${ms.toFixed(0)} ms  file ${e.fileKB} KB  RSS ${e.rssBeforeMB} → peak ${e.rssPeakMB} MB\n`,
     );
   }
-  await app.close();
-  if (benchDb !== 'sqlite') {
-    // Drop the bench database through the server's own admin connection.
-    const admin = createDataSource({ ...appConfig.db, name: benchDb === 'postgres' ? 'postgres' : 'mysql' });
-    await admin.initialize();
-    await admin.query(`DROP DATABASE IF EXISTS ${admin.driver.escape(appConfig.db.name)}`);
-    await admin.destroy();
+  return results;
+}
+
+const pad = (s, n) => String(s).padStart(n);
+const fmt = (n) => Math.round(n).toLocaleString('en-US');
+
+async function main() {
+  const keyHex = randomBytes(32).toString('hex');
+  const secret = randomBytes(48).toString('base64url');
+  const date = new Date().toISOString();
+  const results = {
+    date,
+    git: gitInfo(),
+    machine: machineInfo(),
+    pinning: pinning(),
+    config: {
+      db: (process.env.BENCH_DB ?? 'sqlite').toLowerCase(),
+      cache: process.env.BENCH_CACHE === 'redis' ? 'redis' : 'in-process',
+      connections: CONNECTIONS,
+      warmupS: WARMUP_S,
+      durationS: DURATION_S,
+      logLevel: process.env.BENCH_LOG_LEVEL ?? 'error',
+      only: ONLY ? [...ONLY] : null,
+    },
+    startupMs: null,
+    micro: [],
+    scenarios: [],
+    exports: [],
+  };
+  if (process.env.BENCH_MICRO !== '0') results.micro = micro(keyHex, secret);
+
+  const pin = results.pinning;
+  out(
+    `\nHTTP: the service and bare Fastify serving the same bytes, side by side (${
+      pin ? `servers on CPU ${pin.servers}, autocannon on CPU ${pin.load}` : 'not pinned: taskset or a second core missing'
+    }; ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s each)\n`,
+  );
+  const dir = mkdtempSync(join(os.tmpdir(), 'mtb-bench-'));
+  const service = ipcChild('service.js', pin?.servers, {
+    BENCH_DIR: dir,
+    BENCH_KEY_HEX: keyHex,
+    BENCH_JWT_SECRET: secret,
+  });
+  let bare;
+  try {
+    const ready = await service.ready;
+    results.startupMs = ready.startupMs;
+    out(`(database ${ready.db}, cache ${ready.cache}; service start to ready ${fmt(ready.startupMs)} ms)\n`);
+    const base = `http://127.0.0.1:${ready.port}`;
+    const tenantHeader = encryptTenantHeader(1, keyHex);
+    const signinBody = JSON.stringify({
+      email_id: 'admin@acme.test',
+      password: dist('database/seed/demo-data.js').DEV_DEMO_PASSWORD,
+    });
+    const signin = await json(
+      base,
+      { method: 'POST', path: '/api/v1/auth/signin', headers: { 'content-type': 'application/json', 'x-tenant-id': tenantHeader }, body: signinBody },
+      [200],
+    );
+    const auth = { 'x-tenant-id': tenantHeader, authorization: `Bearer ${signin.data.token}` };
+    const ctx = { base, tenantHeader, auth, jsonAuth: { ...auth, 'content-type': 'application/json' }, service, signinBody };
+
+    const list = scenarios(ctx).filter((s) => !ONLY || ONLY.has(s.id));
+    // Prepare each scenario and capture the service's answer to its sample request: bare Fastify
+    // serves those bytes. (Prepared lazily, just before the scenario runs, so a scenario's rows do
+    // not change the table the ones before it read.)
+    out(
+      `\n${'scenario'.padEnd(52)} ${'service req/s'.padStart(13)} ${'p50'.padStart(7)} ${'p99'.padStart(7)}  ${'bare req/s'.padStart(10)} ${'p50'.padStart(6)}  ratio\n`,
+    );
+    for (const s of list) {
+      const prepared = await s.prepare();
+      const captured = await request(base, prepared.sample);
+      if (captured.status < 200 || captured.status > 299)
+        throw new Error(`${s.id}: sample request answered ${captured.status}: ${captured.bytes.toString().slice(0, 300)}`);
+      const bareServer = ipcChild('bare.js', pin?.servers, {});
+      bare = bareServer;
+      bareServer.child.send({
+        scenarios: [
+          {
+            id: s.id,
+            method: s.method,
+            route: s.route,
+            status: captured.status,
+            contentType: captured.contentType,
+            bodyBase64: captured.bytes.toString('base64'),
+          },
+        ],
+      });
+      const bareReady = await bareServer.ready;
+      if (bareReady.error) throw new Error(bareReady.error);
+      const common = { connections: s.connections ?? CONNECTIONS, warmupS: WARMUP_S, durationS: DURATION_S };
+      if (prepared.beforeService) await prepared.beforeService();
+      const serviceRun = await runLoad(pin, { ...common, ...prepared.spec, origin: base });
+      if (s.after) await s.after();
+      const bareRun = await runLoad(pin, {
+        ...common,
+        ...(prepared.bareSpec ?? prepared.spec),
+        origin: `http://127.0.0.1:${bareReady.ports[s.id]}`,
+      });
+      bareServer.child.disconnect();
+      bare = undefined;
+      const ratio = bareRun.rps > 0 ? serviceRun.rps / bareRun.rps : null;
+      const row = {
+        id: s.id,
+        label: s.label,
+        method: s.method,
+        route: s.route,
+        samplePath: prepared.sample.path,
+        responseBytes: captured.bytes.length,
+        contentType: captured.contentType,
+        target: s.target ?? null,
+        service: serviceRun,
+        bare: bareRun,
+        connections: common.connections,
+        ratio,
+      };
+      results.scenarios.push(row);
+      out(
+        `${s.label.padEnd(52)} ${pad(fmt(serviceRun.rps), 13)} ${pad(serviceRun.latency.p50, 7)} ${pad(serviceRun.latency.p99, 7)}  ${pad(fmt(bareRun.rps), 10)} ${pad(bareRun.latency.p50, 6)}  ${ratio == null ? '–' : ratio.toFixed(4)}\n`,
+      );
+      const problems = [];
+      if (serviceRun.non2xx) problems.push(`${serviceRun.non2xx} non-2xx (${JSON.stringify(serviceRun.statusCodes)})`);
+      if (serviceRun.errors || serviceRun.timeouts) problems.push(`${serviceRun.errors} errors, ${serviceRun.timeouts} timeouts`);
+      if (serviceRun.stats?.hits) {
+        const { hits, misses } = serviceRun.stats;
+        problems.push(`${hits} of ${hits + misses} list answers came from the cache (${((100 * hits) / (hits + misses)).toFixed(1)}%)`);
+      }
+      if (serviceRun.stats?.clearFailures) problems.push(`${serviceRun.stats.clearFailures} failed cache clears`);
+      if (serviceRun.stats?.conflicts) problems.push(`${serviceRun.stats.conflicts} update conflicts`);
+      if (problems.length > 0) out(`  ⚠ ${problems.join('; ')}\n`);
+    }
+
+    if (process.env.BENCH_EXPORTS !== '0' && (!ONLY || ONLY.has('exports'))) results.exports = await exportsOf(ctx);
+    await service.call('close');
+  } finally {
+    if (bare && bare.child.exitCode === null) bare.child.kill();
+    if (service.child.exitCode === null) {
+      await new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          service.child.kill();
+          resolve();
+        }, 5000);
+        service.child.once('exit', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        if (service.child.connected) service.child.disconnect();
+      });
+    }
+    rmSync(dir, { recursive: true, force: true });
   }
-  rmSync(dir, { recursive: true, force: true });
+
+  const table = markdown(results);
+  if (ONLY) out('\nPartial run (BENCH_ONLY): no results written.\n');
+  else {
+    const written = writeResults(results);
+    out(`\nResults: ${written.map((p) => `${p}.{json,svg}`).join(', ')}\n`);
+  }
+  out(`\n${table}\n`);
 }
 
 main().catch((err) => {

@@ -23,7 +23,12 @@ async function run(spec, requests, duration) {
 async function main() {
   const spec = JSON.parse(process.argv[2]);
   const requests = build(spec);
-  if (spec.warmupS > 0) await run(spec, requests, spec.warmupS);
+  if (spec.warmupS > 0) {
+    const warm = await run(spec, requests, spec.warmupS);
+    // The server still answers the warm-up's last requests after autocannon has hung up: let it
+    // finish them before the measured run (at most 5 s).
+    await new Promise((resolve) => setTimeout(resolve, Math.min(5000, warm.latency.max || 0)));
+  }
   const before = requests.stats ? JSON.stringify(requests.stats()) : null;
   const r = await run(spec, requests, spec.durationS);
   const statsBefore = before ? JSON.parse(before) : null;

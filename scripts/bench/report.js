@@ -38,7 +38,7 @@ function gitInfo() {
 }
 
 const fmtInt = (n) => Math.round(n).toLocaleString('en-US');
-const fmtMs = (n) => (n == null ? '–' : n < 10 ? n.toFixed(2) : n.toFixed(1));
+const fmtMs = (n) => (n == null ? '–' : Number.isInteger(n) ? fmtInt(n) : n < 10 ? n.toFixed(2) : n.toFixed(1));
 const fmtRatio = (r) => (r == null ? '–' : r < 0.01 ? r.toFixed(4) : r.toFixed(3));
 
 function markdown(results) {
