@@ -68,6 +68,12 @@ export const INSTANCE_SCHEMA = {
   },
 };
 
+/** The start answer (D33: the instance id): `instanceId` beside the instance as queued. */
+export const START_SCHEMA = {
+  type: 'object',
+  properties: { instanceId: { type: 'integer', example: 7 }, ...INSTANCE_SCHEMA.properties },
+};
+
 export const LOG_SCHEMA = {
   type: 'object',
   properties: {

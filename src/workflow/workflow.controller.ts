@@ -31,6 +31,7 @@ import {
 import {
   ApiInstanceChange,
   INSTANCE_SCHEMA,
+  START_SCHEMA,
   LOG_SCHEMA,
   MAX_TEXT,
   WORKFLOW_SCHEMA,
@@ -173,7 +174,11 @@ export class WorkflowController {
       example: { input: { customerId: 2, tier: 'silver' } },
     },
   })
-  @ApiResponse({ status: 202, description: 'Queued: the instance (status PENDING)', schema: INSTANCE_SCHEMA })
+  @ApiResponse({
+    status: 202,
+    description: 'Queued: the instance (status PENDING) and its instanceId',
+    schema: START_SCHEMA,
+  })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
   async start(
     @CurrentTenant() tenant: TenantContext,
@@ -181,7 +186,7 @@ export class WorkflowController {
     @RequestId() requestId: string,
     @Param('code') code: string,
     @Body() body: unknown,
-  ): Promise<InstanceView> {
+  ): Promise<InstanceView & { instanceId: number }> {
     if (!CODE.test(code))
       throw new ValidationError('Validation failed', [{ field: 'code', error: 'must be a workflow code' }]);
     if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body)))

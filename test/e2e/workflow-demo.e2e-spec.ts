@@ -77,6 +77,7 @@ describe('customer_onboarding (issue 12)', () => {
     expect(res.statusCode).toBe(202);
     const started = res.json().data;
     expect(started).toMatchObject({ status: 'PENDING', workflowCode: 'customer_onboarding', version: 2 });
+    expect(started.instanceId).toBe(started.id);
     const done = await settled(started.id, 'COMPLETED');
     expect((done.nodes as Rec[]).map((n): unknown[] => [n.nodeId, n.status])).toEqual([
       ['start', 'COMPLETED'],

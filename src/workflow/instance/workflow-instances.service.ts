@@ -81,7 +81,7 @@ export class WorkflowInstancesService {
     actor: Actor,
     code: string,
     body: { input?: unknown; version?: unknown },
-  ): Promise<InstanceView> {
+  ): Promise<InstanceView & { instanceId: number }> {
     const problems: Array<{ field: string; error: string }> = [];
     const input = body.input ?? {};
     if (!input || typeof input !== 'object' || Array.isArray(input))
@@ -144,7 +144,8 @@ export class WorkflowInstancesService {
     });
     this.wakeBus.wake();
     this.emit('workflow.started', actor, id, definition.code, { version: definition.version });
-    return this.get(actor.tenantId, id);
+    // D33: 202 with the instance id (`instanceId`, the same as `id`) and the instance as queued.
+    return { instanceId: id, ...(await this.get(actor.tenantId, id)) };
   }
 
   async get(tenantId: string, id: number, withNodes = false): Promise<InstanceView> {
