@@ -77,10 +77,12 @@ export class CacheService implements OnApplicationShutdown {
       const local = this.tier.get(key);
       if (local !== undefined) return JSON.parse(local) as T;
     }
+    const epoch = this.tier?.epoch ?? 0;
     try {
       const raw = await this.store.get(key);
       this.succeeded();
-      if (raw !== null && tiered) this.tier.set(key, raw);
+      // Not kept if a deletion happened while Redis answered (it may have been the old value).
+      if (raw !== null && tiered) this.tier.setIfUnchanged(key, raw, epoch);
       return raw === null ? undefined : (JSON.parse(raw) as T);
     } catch (err) {
       this.failed({ key }, err, 'Cache read failed; treating as a miss');
@@ -90,11 +92,12 @@ export class CacheService implements OnApplicationShutdown {
 
   /** Several JSON values in one round trip; a failed read is a miss for every key. */
   async getManyJson<T>(keys: string[]): Promise<Array<T | undefined>> {
+    const epoch = this.tier?.epoch ?? 0;
     try {
       const raw = await this.store.mget(keys);
       this.succeeded();
       raw.forEach((r, i) => {
-        if (r !== null && this.tier?.holds(keys[i])) this.tier.set(keys[i], r);
+        if (r !== null && this.tier?.holds(keys[i])) this.tier.setIfUnchanged(keys[i], r, epoch);
       });
       return raw.map((r) => (r === null ? undefined : (JSON.parse(r) as T)));
     } catch (err) {
@@ -119,11 +122,6 @@ export class CacheService implements OnApplicationShutdown {
   }
 
   async delete(keys: string[]): Promise<number> {
-    const tiered = this.tier ? keys.filter((k) => this.tier!.holds(k)) : [];
-    if (tiered.length > 0) {
-      this.tier!.delete(tiered);
-      this.publish({ o: this.instanceId, op: 'del', keys: tiered });
-    }
     try {
       const n = await this.store.del(keys);
       this.succeeded();
@@ -131,14 +129,13 @@ export class CacheService implements OnApplicationShutdown {
     } catch (err) {
       this.failed({ keys: keys.length }, err, 'Cache delete failed');
       return 0;
+    } finally {
+      // After the shared store: a read racing the deletion then finds nothing to bring back in.
+      this.dropTiered(keys);
     }
   }
 
   async deletePattern(pattern: string): Promise<number> {
-    if (this.tier) {
-      this.tier.deletePattern(pattern);
-      this.publish({ o: this.instanceId, op: 'delp', pattern });
-    }
     try {
       const n = await this.store.del(await this.store.keys(pattern));
       this.succeeded();
@@ -146,7 +143,19 @@ export class CacheService implements OnApplicationShutdown {
     } catch (err) {
       this.failed({ pattern }, err, 'Cache pattern delete failed');
       return 0;
+    } finally {
+      if (this.tier) {
+        this.tier.deletePattern(pattern);
+        this.publish({ o: this.instanceId, op: 'delp', pattern });
+      }
     }
+  }
+
+  private dropTiered(keys: string[]): void {
+    const tiered = this.tier ? keys.filter((k) => this.tier!.holds(k)) : [];
+    if (tiered.length === 0) return;
+    this.tier!.delete(tiered);
+    this.publish({ o: this.instanceId, op: 'del', keys: tiered });
   }
 
   /**

@@ -99,4 +99,17 @@ describe('LocalTier (issue 13 #3)', () => {
     ])
       expect(decodeTierMessage(bad)).toBeUndefined();
   });
+
+  it('should not keep a value read from the shared store while a deletion happened (read/delete race)', () => {
+    const t = tier();
+    const epoch = t.epoch; // a read of Redis starts…
+    t.delete(['p:user:1:2']); // …a deletion (local, or heard from another instance) lands…
+    t.setIfUnchanged('p:user:1:2', '{"stale":true}', epoch); // …and the old answer arrives.
+    expect(t.get('p:user:1:2')).toBeUndefined();
+    t.setIfUnchanged('p:user:1:2', '{"fresh":true}', t.epoch);
+    expect(t.get('p:user:1:2')).toBe('{"fresh":true}');
+    const before = t.epoch;
+    t.apply({ o: 'other', op: 'delp', pattern: 'p:user:1:*' });
+    expect(t.epoch).toBeGreaterThan(before);
+  });
 });

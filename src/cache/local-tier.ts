@@ -79,6 +79,12 @@ export interface LocalTierOptions {
 export class LocalTier {
   private readonly entries: LRUCache<string, TierEntry>;
   private readonly familyStart: number;
+  /**
+   * Bumped by every deletion (local or heard from another instance). A read of the shared store
+   * takes the epoch before it asks and keeps the answer in process only if no deletion happened
+   * meanwhile: otherwise a value read just before a deletion could be kept after it.
+   */
+  private deletions = 0;
 
   constructor(private readonly options: LocalTierOptions) {
     this.entries = new LRUCache<string, TierEntry>({
@@ -113,16 +119,29 @@ export class LocalTier {
     return version;
   }
 
+  /** The deletion epoch, to pass to `setIfUnchanged` after a read of the shared store. */
+  get epoch(): number {
+    return this.deletions;
+  }
+
+  /** Keeps a value read from the shared store, unless a deletion happened since `epoch`. */
+  setIfUnchanged(key: string, raw: string, epoch: number): void {
+    if (epoch === this.deletions) this.set(key, raw);
+  }
+
   delete(keys: string[]): void {
+    this.deletions++;
     for (const k of keys) this.entries.delete(k);
   }
 
   deletePattern(pattern: string): void {
+    this.deletions++;
     const re = globToRegExp(pattern);
     for (const k of [...this.entries.keys()]) if (re.test(k)) this.entries.delete(k);
   }
 
   clear(): void {
+    this.deletions++;
     this.entries.clear();
   }
 
@@ -138,7 +157,7 @@ export class LocalTier {
   apply(message: TierMessage): void {
     if (message.op === 'set') {
       const held = this.entries.get(message.key);
-      if (held && held.version !== message.v) this.entries.delete(message.key);
+      if (held && held.version !== message.v) this.delete([message.key]);
     } else if (message.op === 'del') this.delete(message.keys);
     else this.deletePattern(message.pattern);
   }
