@@ -46,6 +46,11 @@ const envNumber = (name, fallback) => {
 const DURATION_S = envNumber('BENCH_DURATION_S', 6);
 const WARMUP_S = envNumber('BENCH_WARMUP_S', 2);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 50);
+// Logging stays on as in production (an access line per request, at info), written to /dev/null.
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
+// BENCH_PROFILE=<dir>: the service runs with --cpu-prof; its .cpuprofile lands in <dir> at the end
+// (open it in Chrome DevTools or speedscope; scripts/bench/profile-top.js prints the top functions).
+const PROFILE_DIR = process.env.BENCH_PROFILE || null;
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
 const out = (s) => process.stdout.write(s);
 
@@ -117,10 +122,10 @@ function spawnNode(cpus, args, options) {
 }
 
 /** A child with an IPC channel: `ready` (its first message) and `call(cmd, payload)`. */
-function ipcChild(script, cpus, env) {
-  const child = spawnNode(cpus, [join(__dirname, 'bench', script)], {
+function ipcChild(script, cpus, env, stdout = 'inherit', nodeArgs = []) {
+  const child = spawnNode(cpus, [...nodeArgs, join(__dirname, 'bench', script)], {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    stdio: ['ignore', stdout, 'inherit', 'ipc'],
   });
   let next = 0;
   const pending = new Map();
@@ -406,7 +411,7 @@ async function main() {
       connections: CONNECTIONS,
       warmupS: WARMUP_S,
       durationS: DURATION_S,
-      logLevel: process.env.BENCH_LOG_LEVEL ?? 'error',
+      logLevel: LOG_LEVEL,
       only: ONLY ? [...ONLY] : null,
     },
     startupMs: null,
@@ -427,7 +432,8 @@ async function main() {
     BENCH_DIR: dir,
     BENCH_KEY_HEX: keyHex,
     BENCH_JWT_SECRET: secret,
-  });
+    BENCH_LOG_LEVEL: LOG_LEVEL,
+  }, 'ignore', PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []);
   let bare;
   try {
     const ready = await service.ready;

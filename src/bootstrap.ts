@@ -13,7 +13,7 @@ import { clientErrorHandler, frameworkErrorHandler } from './common/http/client-
 import { installBodyParsers } from './common/http/json-body.hook';
 import { installOverloadProtection } from './common/http/overload.hook';
 import { requestIdFor } from './common/http/request-id';
-import { QuietFrameworkLogger } from './common/logging';
+import { installAccessLog, pinoParams, QuietFrameworkLogger } from './common/logging';
 import type { AppConfig } from './config/config.schema';
 import { MetricsService } from './health/metrics.service';
 import { ReadinessService } from './health/readiness.service';
@@ -89,6 +89,7 @@ export async function createApp(
     onShed: (reason) => shed.inc({ reason }),
     shedding: () => readiness.ready,
   });
+  installAccessLog(app.getHttpAdapter().getInstance(), pinoParams(config));
   // Routes are registered at init; the hook must be in place before that.
   installEnvelope(app, envelopedRoutes(app));
   setupSwagger(app);

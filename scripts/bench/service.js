@@ -39,7 +39,7 @@ async function main() {
       ? { CACHE_URL: 'redis://127.0.0.1:6379/0', CACHE_KEY_PREFIX: `bench-${process.pid}` }
       : {}),
     SEED_DEMO: 'true',
-    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
     LOG_FORMAT: 'json',
     // The limits are not what is measured: one client address sends every request.
     RATE_LIMIT_POINTS: '100000000',

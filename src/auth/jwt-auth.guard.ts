@@ -1,10 +1,8 @@
 import { CanActivate, ExecutionContext, Injectable, Logger } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { CacheService, errorMessage } from '../cache/cache.service';
 import { CACHE_TTL } from '../cache/cache-keys';
-import { REQUIRED_PERMISSION } from '../common/decorators/context.decorators';
-import { IS_PUBLIC } from '../common/decorators/public.decorator';
+import { routePolicy } from '../common/http/route-policy';
 import { AppError, AuthorizationError } from '../common/errors/app-error';
 import { setLogContext } from '../common/logging';
 import type { AuthUser } from '../common/request-context';
@@ -36,7 +34,6 @@ export class JwtAuthGuard implements CanActivate {
   private failedLookups = 0;
 
   constructor(
-    private readonly reflector: Reflector,
     private readonly tokens: TokenService,
     private readonly users: UsersRepository,
     private readonly cache: CacheService,
@@ -44,8 +41,8 @@ export class JwtAuthGuard implements CanActivate {
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    const targets = [context.getHandler(), context.getClass()];
-    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets)) return true;
+    const policy = routePolicy(context);
+    if (policy.isPublic) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
 
     const header = request.headers.authorization;
@@ -71,12 +68,12 @@ export class JwtAuthGuard implements CanActivate {
       roles: state.roleCodes,
       permissions: state.permissions,
     };
-    const required = this.reflector.getAllAndOverride<string | undefined>(REQUIRED_PERMISSION, targets);
+    const required = policy.permission;
     if (required && !hasPermission(user.permissions, required)) {
       throw new AuthorizationError(`Permission ${required} required`);
     }
     request.user = user;
-    setLogContext(request.raw, { userId: user.userId });
+    setLogContext({ userId: user.userId });
     return true;
   }
 
@@ -90,7 +87,7 @@ export class JwtAuthGuard implements CanActivate {
     claims: AuthUser,
   ): Promise<{ revoked: true; state: undefined } | { revoked: false; state: UserState }> {
     const stateKey = this.cache.keys.userState(claims.tenantId, claims.userId);
-    const [cachedRevoked, cachedState] = await this.cache.getManyJson<unknown>([
+    const [cachedRevoked, cachedState] = await this.cache.getManyShared<unknown>([
       this.cache.keys.revokedToken(claims.jti),
       stateKey,
     ]);

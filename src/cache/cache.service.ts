@@ -1,5 +1,6 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import type Redis from 'ioredis';
+import { LRUCache } from 'lru-cache';
 import { randomUUID } from 'node:crypto';
 import { InjectConfig } from '../config/inject-config.decorator';
 import type { AppConfig } from '../config/config.schema';
@@ -8,6 +9,15 @@ import { CacheStore } from './cache-store';
 import { decodeTierMessage, LocalTier, type TierMessage } from './local-tier';
 import { MemoryCacheStore } from './memory-cache.store';
 import { RedisCacheStore } from './redis-cache.store';
+
+/** Freezes a parsed JSON value and everything in it (objects and arrays only: JSON has no others). */
+export function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value as object)) deepFreeze(child);
+  }
+  return value;
+}
 
 export function createCacheStore(url: string | undefined, memoryMaxBytes?: number): CacheStore {
   return url ? new RedisCacheStore(url) : new MemoryCacheStore(60_000, Date.now, memoryMaxBytes);
@@ -38,6 +48,8 @@ export class CacheService implements OnApplicationShutdown {
   private readonly instanceId = randomUUID();
   private subscriber?: Redis;
   private closed = false;
+  /** getShared's parsed values by key, with the text each was parsed from. */
+  private readonly parsed = new LRUCache<string, { raw: string; value: unknown }>({ max: 10_000 });
   /** Loads in flight by key (single flight: concurrent misses of one key load it once). */
   private readonly inflight = new Map<string, Promise<unknown>>();
 
@@ -72,10 +84,44 @@ export class CacheService implements OnApplicationShutdown {
   }
 
   async getJson<T>(key: string): Promise<T | undefined> {
+    const raw = await this.getText(key);
+    return raw === undefined ? undefined : (JSON.parse(raw) as T);
+  }
+
+  /**
+   * A value every request reads (tenant, registry entry, profile, user state), parsed once per
+   * stored text and shared: while the cache holds the same text for the key, every caller gets the
+   * same parsed value, deep-frozen, so nobody can change it for the next request. Saves a
+   * JSON.parse of the profile and the registry entry on every request.
+   */
+  async getShared<T>(key: string): Promise<Readonly<T> | undefined> {
+    const raw = await this.getText(key);
+    return raw === undefined ? undefined : this.shared<T>(key, raw);
+  }
+
+  /** Several shared values in one round trip (getManyJson's semantics, getShared's values). */
+  async getManyShared<T>(keys: string[]): Promise<Array<Readonly<T> | undefined>> {
+    const raw = await this.getManyText(keys);
+    return raw.map((r, i) => (r === undefined ? undefined : this.shared<T>(keys[i], r)));
+  }
+
+  private shared<T>(key: string, raw: string): Readonly<T> {
+    const memo = this.parsed.get(key);
+    if (memo !== undefined && memo.raw === raw) return memo.value as Readonly<T>;
+    const value = deepFreeze(JSON.parse(raw) as unknown);
+    this.parsed.set(key, { raw, value });
+    return value as Readonly<T>;
+  }
+
+  /**
+   * A value as the JSON text it is stored as, unparsed: what a route that answers the value as it
+   * is (a cached list page) sends without parsing and serializing it again.
+   */
+  async getText(key: string): Promise<string | undefined> {
     const tiered = this.tier?.holds(key) === true;
     if (tiered) {
       const local = this.tier.get(key);
-      if (local !== undefined) return JSON.parse(local) as T;
+      if (local !== undefined) return local;
     }
     const epoch = this.tier?.epoch ?? 0;
     try {
@@ -83,7 +129,7 @@ export class CacheService implements OnApplicationShutdown {
       this.succeeded();
       // Not kept if a deletion happened while Redis answered (it may have been the old value).
       if (raw !== null && tiered) this.tier.setIfUnchanged(key, raw, epoch);
-      return raw === null ? undefined : (JSON.parse(raw) as T);
+      return raw ?? undefined;
     } catch (err) {
       this.failed({ key }, err, 'Cache read failed; treating as a miss');
       return undefined;
@@ -92,6 +138,10 @@ export class CacheService implements OnApplicationShutdown {
 
   /** Several JSON values in one round trip; a failed read is a miss for every key. */
   async getManyJson<T>(keys: string[]): Promise<Array<T | undefined>> {
+    return (await this.getManyText(keys)).map((r) => (r === undefined ? undefined : (JSON.parse(r) as T)));
+  }
+
+  private async getManyText(keys: string[]): Promise<Array<string | undefined>> {
     const epoch = this.tier?.epoch ?? 0;
     try {
       const raw = await this.store.mget(keys);
@@ -99,7 +149,7 @@ export class CacheService implements OnApplicationShutdown {
       raw.forEach((r, i) => {
         if (r !== null && this.tier?.holds(keys[i])) this.tier.setIfUnchanged(keys[i], r, epoch);
       });
-      return raw.map((r) => (r === null ? undefined : (JSON.parse(r) as T)));
+      return raw.map((r) => r ?? undefined);
     } catch (err) {
       this.failed({ keys: keys.length }, err, 'Cache read failed; treating as a miss');
       return keys.map(() => undefined);
@@ -107,7 +157,11 @@ export class CacheService implements OnApplicationShutdown {
   }
 
   async setJson(key: string, value: unknown, ttlSeconds?: number): Promise<boolean> {
-    const raw = JSON.stringify(value);
+    return this.setText(key, JSON.stringify(value), ttlSeconds);
+  }
+
+  /** Stores JSON text as it is (the caller serialized it: `getText` gives it back unparsed). */
+  async setText(key: string, raw: string, ttlSeconds?: number): Promise<boolean> {
     // The local copy is right whatever the shared store says: it serves this instance in an outage.
     if (this.tier?.holds(key))
       this.publish({ o: this.instanceId, op: 'set', key, v: this.tier.set(key, raw, ttlSeconds) });

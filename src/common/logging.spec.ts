@@ -1,10 +1,17 @@
 import type { LoggerService } from '@nestjs/common';
-import { createServer, IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
-import { Options, pinoHttp } from 'pino-http';
+import fastify from 'fastify';
+import { pino, type DestinationStream, type LoggerOptions } from 'pino';
 import type { AppConfig } from '../config/config.schema';
-import { pinoBaseOptions, pinoParams, QuietFrameworkLogger, redactUrl, setLogContext } from './logging';
+import {
+  installAccessLog,
+  pinoBaseOptions,
+  pinoParams,
+  QuietFrameworkLogger,
+  redactUrl,
+  setLogContext,
+} from './logging';
+import type { AuthUser } from './request-context';
+import { requestScope } from './request-scope';
 
 describe(QuietFrameworkLogger.name, () => {
   function recorder() {
@@ -49,88 +56,118 @@ describe(QuietFrameworkLogger.name, () => {
 });
 
 describe(pinoParams.name, () => {
-  /** pino-http as the app configures it, on a real HTTP server, writing into `lines`. */
-  async function serve(
-    handler: (req: IncomingMessage, res: ServerResponse) => void,
-  ): Promise<{ lines: string[]; get: (path: string) => Promise<void>; close: () => Promise<void> }> {
+  const config = { log: { level: 'info', pretty: false } } as AppConfig;
+  const count = (line: string, key: string) => line.split(`"${key}":`).length - 1;
+  function capture() {
     const lines: string[] = [];
     const stream = { write: (s: string) => void lines.push(...s.split('\n').filter(Boolean)) };
-    const config = { log: { level: 'info', pretty: false } } as AppConfig;
-    const middleware = pinoHttp({ ...(pinoParams(config).pinoHttp as Options), stream });
-    let n = 0;
-    const server = createServer((req, res) => {
-      (req as IncomingMessage & { id?: string }).id = `req-${++n}`; // as the app's genReqId does
-      middleware(req, res, () => handler(req, res));
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const { port } = server.address() as AddressInfo;
-    return {
-      lines,
-      get: async (path) => {
-        await fetch(`http://127.0.0.1:${port}${path}`).then((r) => r.text());
-        await new Promise((r) => setImmediate(r));
-      },
-      close: () => new Promise<void>((r) => server.close(() => r())),
-    };
+    const params = pinoParams(config);
+    return { lines, params: { ...params, pinoHttp: { ...(params.pinoHttp as object), stream } } };
   }
 
-  const count = (line: string, key: string) => line.split(`"${key}":`).length - 1;
+  it('should mount no HTTP middleware (the access line is a Fastify hook)', () => {
+    expect(pinoParams(config).forRoutes).toEqual([]);
+  });
 
-  it('should write requestId, tenantId and userId once on every line of a tenant-scoped request', async () => {
-    const app = await serve((req, res) => {
-      // As the guards do, after the access logger has been set up.
-      setLogContext(req, { tenantId: '3' });
-      setLogContext(req, { userId: 9 });
+  it("should give the application logger's lines the scope's ids, each key once", async () => {
+    const { lines, params } = capture();
+    const logger = pino(
+      params.pinoHttp as LoggerOptions,
+      (params.pinoHttp as { stream: DestinationStream }).stream,
+    );
+    await requestScope.run({ requestId: 'req-1' }, async () => {
+      setLogContext({ tenantId: '3' });
+      await new Promise((r) => setImmediate(r));
+      setLogContext({ userId: 9 });
       // As entity-audit does: a service naming the request's keys itself.
-      req.log.info(
-        { event: 'entity.created', requestId: req.id, tenantId: '3', userId: 9 },
+      logger.info(
+        { event: 'entity.created', requestId: 'req-1', tenantId: '3', userId: 9 },
         'entity.created',
       );
-      req.log.info('plain');
-      res.end('ok');
+      logger.info('plain');
     });
-    try {
-      await app.get('/api/v1/things');
-      expect(app.lines).toHaveLength(3);
-      for (const line of app.lines) {
-        for (const key of ['requestId', 'tenantId', 'userId', 'req', 'msg'])
-          expect([key, count(line, key)]).toEqual([key, 1]);
-        expect(JSON.parse(line)).toMatchObject({ requestId: 'req-1', tenantId: '3', userId: 9 });
-      }
-    } finally {
-      await app.close();
+    logger.info('outside');
+    expect(lines).toHaveLength(3);
+    for (const line of lines.slice(0, 2)) {
+      for (const key of ['requestId', 'tenantId', 'userId', 'msg'])
+        expect([key, count(line, key)]).toEqual([key, 1]);
+      expect(JSON.parse(line)).toMatchObject({ requestId: 'req-1', tenantId: '3', userId: 9 });
     }
+    expect(JSON.parse(lines[2])).not.toHaveProperty('requestId');
   });
 
-  it('should keep each request to its own fields when requests overlap', async () => {
-    const waiting: Array<() => void> = [];
-    const app = await serve((req, res) => {
-      setLogContext(req, { tenantId: req.url === '/a' ? 'A' : 'B' });
-      waiting.push(() => {
-        req.log.info('late');
-        res.end();
-      });
-      if (waiting.length === 2) for (const done of waiting.splice(0).reverse()) done();
-    });
-    try {
-      await Promise.all([app.get('/a'), app.get('/b')]);
-      const parsed: any[] = app.lines.map((l) => JSON.parse(l) as unknown);
-      expect(parsed).toHaveLength(4);
-      for (const line of parsed) expect(line.tenantId).toBe(line.req.url === '/a' ? 'A' : 'B');
-      for (const line of parsed) expect(line.requestId).toBe(line.req.id);
-    } finally {
-      await app.close();
-    }
-  });
-
-  it('should write no request fields on lines outside a request', () => {
-    const lines: string[] = [];
-    const config = { log: { level: 'info', pretty: false } } as AppConfig;
-    const logger = pino(pinoParams(config).pinoHttp as Options, { write: (s: string) => void lines.push(s) });
+  it("should write no request fields on lines outside a request, and keep a caller's own", () => {
+    const { lines, params } = capture();
+    const logger = pino(
+      params.pinoHttp as LoggerOptions,
+      (params.pinoHttp as { stream: DestinationStream }).stream,
+    );
     logger.info({ requestId: 'mine' }, 'start-up');
     logger.child({ component: 'x' }).info('child');
     expect(count(lines[0], 'requestId')).toBe(1);
     expect(JSON.parse(lines[1])).not.toHaveProperty('requestId');
+  });
+});
+
+describe(installAccessLog.name, () => {
+  const count = (line: string, key: string) => line.split(`"${key}":`).length - 1;
+
+  /** Fastify with the access-log hook writing into `lines`; routes set the tenant and user as the guards do. */
+  async function serve(level = 'info') {
+    const lines: string[] = [];
+    const stream = { write: (s: string) => void lines.push(...s.split('\n').filter(Boolean)) };
+    const params = pinoParams({ log: { level, pretty: false } } as AppConfig);
+    const app = fastify({ genReqId: () => `req-${lines.length + 1}` });
+    installAccessLog(app, { ...params, pinoHttp: { ...(params.pinoHttp as object), stream } });
+    app.get('/api/v1/things', async (request, reply) => {
+      const status = Number((request.query as { status?: string }).status ?? 200);
+      if (status !== 401) {
+        request.tenant = { id: '3', code: 'acme', name: 'Acme', features: {} };
+        request.user = { userId: 9 } as AuthUser;
+      }
+      return reply.status(status).send({ ok: true });
+    });
+    app.get('/healthz', async () => ({ status: 'ok' }));
+    await app.ready();
+    return { lines, app };
+  }
+
+  it('should write one line per answer with requestId, tenantId, userId, req, res and responseTime, each once', async () => {
+    const { lines, app } = await serve();
+    await app.inject({ url: '/api/v1/things?page=2' });
+    expect(lines).toHaveLength(1);
+    for (const key of ['requestId', 'tenantId', 'userId', 'req', 'res', 'msg', 'responseTime'])
+      expect([key, count(lines[0], key)]).toEqual([key, 1]);
+    expect(JSON.parse(lines[0])).toMatchObject({
+      level: 30,
+      requestId: 'req-1',
+      tenantId: '3',
+      userId: 9,
+      req: { id: 'req-1', method: 'GET', url: '/api/v1/things?page=2' },
+      res: { statusCode: 200 },
+      responseTime: expect.any(Number),
+      msg: expect.stringMatching(/^GET \/api\/v1\/things\?page=2 200 \d+ms$/),
+    });
+    await app.close();
+  });
+
+  it('should write neither tenant nor user where the guards set none, and nothing for probes', async () => {
+    const { lines, app } = await serve();
+    await app.inject({ url: '/api/v1/things?status=401' });
+    await app.inject({ url: '/healthz' });
+    expect(lines).toHaveLength(1);
+    const line = JSON.parse(lines[0]);
+    expect(line).not.toHaveProperty('tenantId');
+    expect(line).not.toHaveProperty('userId');
+    expect(line.res.statusCode).toBe(401);
+    await app.close();
+  });
+
+  it('should write nothing below its level', async () => {
+    const { lines, app } = await serve('warn');
+    await app.inject({ url: '/api/v1/things?status=500' });
+    expect(lines).toEqual([]);
+    await app.close();
   });
 });
 
@@ -166,23 +203,12 @@ describe('secret query parameters in log lines', () => {
   async function accessLines(status: number): Promise<string[]> {
     const lines: string[] = [];
     const stream = { write: (s: string) => void lines.push(...s.split('\n').filter(Boolean)) };
-    const config = { log: { level: 'info', pretty: false } } as AppConfig;
-    const middleware = pinoHttp({ ...(pinoParams(config).pinoHttp as Options), stream });
-    const server = createServer((req, res) => {
-      (req as IncomingMessage & { id?: string }).id = 'req-1';
-      middleware(req, res, () => {
-        res.statusCode = status;
-        res.end('ok');
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    try {
-      const { port } = server.address() as AddressInfo;
-      await fetch(`http://127.0.0.1:${port}/api/v1/things?${QUERY}`).then((r) => r.text());
-      await new Promise((r) => setImmediate(r));
-    } finally {
-      await new Promise<void>((r) => server.close(() => r()));
-    }
+    const params = pinoParams({ log: { level: 'info', pretty: false } } as AppConfig);
+    const app = fastify();
+    installAccessLog(app, { ...params, pinoHttp: { ...(params.pinoHttp as object), stream } });
+    app.get('/api/v1/things', async (_request, reply) => reply.status(status).send('ok'));
+    await app.inject({ url: `/api/v1/things?${QUERY}` });
+    await app.close();
     return lines;
   }
 

@@ -1,6 +1,7 @@
-import type { IncomingMessage } from 'node:http';
 import type { LoggerService } from '@nestjs/common';
+import type { FastifyInstance } from 'fastify';
 import type { Params } from 'nestjs-pino';
+import { pino, type DestinationStream, type TransportSingleOptions } from 'pino';
 import type { AppConfig } from '../config/config.schema';
 import { requestScope } from './request-scope';
 
@@ -120,18 +121,17 @@ function redactLoggedUrls(this: unknown, args: unknown[], method: (...a: unknown
   method.apply(this, args);
 }
 
-/** Request-scoped fields that guards put on the raw request for the access log. */
+/** Request-scoped fields that guards add once they know them. */
 export interface LogContext {
   tenantId?: string;
   userId?: string | number;
 }
 
-type RawRequest = IncomingMessage & { id?: string; logContext?: LogContext };
-
-export function setLogContext(raw: IncomingMessage, ctx: LogContext): void {
-  Object.assign(raw as RawRequest, {
-    logContext: { ...(raw as RawRequest).logContext, ...ctx },
-  });
+/**
+ * Adds the tenant (TenantGuard) or the user (JwtAuthGuard) to the async-local scope, so that every
+ * later line of the request carries them. The access line reads them from the request itself.
+ */
+export function setLogContext(ctx: LogContext): void {
   requestScope.set(ctx);
 }
 
@@ -145,25 +145,6 @@ function scopeLogFields(): { requestId?: string; tenantId?: string; userId?: str
   if (scope.tenantId !== undefined) fields.tenantId = scope.tenantId;
   if (scope.userId !== undefined) fields.userId = scope.userId;
   return fields;
-}
-
-/** The request-scoped keys of a log line, as they stand now (the guards add tenant and user late). */
-export function requestLogFields(raw: IncomingMessage): {
-  requestId?: string;
-  tenantId?: string;
-  userId?: string | number;
-} {
-  const { id, logContext } = raw as RawRequest;
-  const fields: { requestId?: string; tenantId?: string; userId?: string | number } = {};
-  if (id !== undefined) fields.requestId = id;
-  if (logContext?.tenantId !== undefined) fields.tenantId = logContext.tenantId;
-  if (logContext?.userId !== undefined) fields.userId = logContext.userId;
-  return fields;
-}
-
-/** Middleware mounts may rewrite req.url; originalUrl is the path the client asked for. */
-function pathOf(req: IncomingMessage & { originalUrl?: string }): string {
-  return (req.originalUrl ?? req.url ?? '').split('?', 1)[0];
 }
 
 /** Level, redaction and format shared by the service's and the proxy's loggers. */
@@ -181,65 +162,82 @@ export function pinoBaseOptions(config: AppConfig) {
   };
 }
 
-/** The raw request a per-request logger (and, by prototype, each of its children) belongs to. */
-const REQUEST = Symbol('mtb.log.request');
-type RequestLogger = { [REQUEST]?: IncomingMessage };
-
 /**
- * requestId, tenantId and userId are written per line (pino `mixin`), never bound into a logger.
- * Binding them is what doubled keys: pino-http 11 calls customProps at the start of a request and
- * binds the result into the request's child logger; when the response is logged it calls
- * customProps again and, if the text differs (the guards have set tenantId and userId meanwhile),
- * binds the whole result again into a further child — `requestId` twice on every tenant-scoped
- * access line. And nestjs-pino 4 hands that same child logger to every `Logger` call during the
- * request, so a service naming `requestId` itself (the audit events) doubled it too. A pino
- * line is the call's object followed by the bound text, and nothing dedupes across the two; the
- * mixin's keys instead are merged into the call's object, so each key is written once.
+ * nestjs-pino's parameters: the application logger (every `Logger` of the service) is pino with
+ * the base options, and requestId, tenantId and userId come from the async-local scope per line
+ * (pino `mixin`: merged into the call's object, so a key the caller names itself is written once).
  *
- * customProps only marks the request: pino-http creates the request's child logger right after
- * calling it, and `onChild` tags that child with the request, which the mixin reads at log time.
+ * `forRoutes: []` mounts no HTTP middleware: pino-http run as Nest middleware through
+ * @fastify/middie cost about a tenth of a cached read (a child logger and a redaction pass per
+ * request). The access line is written by a Fastify hook instead (installAccessLog).
+ * `pinoHttp.stream`, when set (the tests' capture), is where both loggers write.
  */
 export function pinoParams(config: AppConfig): Params {
-  const marked = new WeakSet<IncomingMessage>();
-  let pending: IncomingMessage | undefined;
   return {
-    pinoHttp: {
-      ...pinoBaseOptions(config),
-      // Fastify's genReqId stores the id on the raw request; pino-http reuses req.id.
-      autoLogging: { ignore: (req: IncomingMessage) => QUIET_PATHS.has(pathOf(req)) },
-      customProps: (req: IncomingMessage) => {
-        // Called again when the response is logged: nothing new then, so no further child.
-        if (!marked.has(req)) {
-          marked.add(req);
-          pending = req;
-        }
-        return {};
-      },
-      onChild: (child) => {
-        if (pending === undefined) return;
-        (child as RequestLogger)[REQUEST] = pending;
-        pending = undefined;
-      },
-      // The request's fields (a line of its own logger, e.g. the access line written when the
-      // answer has gone), else those of the async-local scope (any code running for a request or a
-      // worker's job).
-      mixin: (_object, _level, logger) => {
-        const req = (logger as RequestLogger)[REQUEST];
-        return req === undefined ? scopeLogFields() : requestLogFields(req);
-      },
-      serializers: {
-        req: (req: { id?: string; method?: string; url?: string }) => ({
-          id: req.id,
-          method: req.method,
-          url: redactUrl(req.url),
-        }),
-        res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
-      },
-      customSuccessMessage: (req, res, responseTime) =>
-        `${req.method} ${redactUrl(req.url)} ${res.statusCode} ${responseTime}ms`,
-      customErrorMessage: (req, res) => `${req.method} ${redactUrl(req.url)} ${res.statusCode}`,
-    },
+    pinoHttp: { ...pinoBaseOptions(config), mixin: scopeLogFields },
+    forRoutes: [],
   };
+}
+
+/** What the access line is written from: a Fastify request and its reply, once answered. */
+export interface AccessLogEntry {
+  id: string;
+  method: string;
+  url: string;
+  statusCode: number;
+  elapsedMs: number;
+  tenantId?: string;
+  userId?: string | number;
+}
+
+/**
+ * The access-line writer: one info line per answered request (quiet paths excepted) with
+ * `requestId`, `tenantId`, `userId`, `req: {id, method, url}`, `res: {statusCode}`,
+ * `responseTime` (ms) and `METHOD url STATUS Nms`, the URL's secret query values redacted.
+ * A logger of its own without redaction paths or mixin: the line's shape is fixed here and holds
+ * no header, body or secret, so the per-line redaction pass of the application logger would only
+ * cost time.
+ */
+export function createAccessLog(params: Params): (entry: AccessLogEntry) => void {
+  const options = (params.pinoHttp ?? {}) as {
+    level?: string;
+    transport?: unknown;
+    stream?: DestinationStream;
+  };
+  const logger = options.stream
+    ? pino({ level: options.level }, options.stream)
+    : pino({ level: options.level, transport: options.transport as TransportSingleOptions | undefined });
+  return (entry) => {
+    if (!logger.isLevelEnabled('info')) return;
+    const q = entry.url.indexOf('?');
+    if (QUIET_PATHS.has(q === -1 ? entry.url : entry.url.slice(0, q))) return;
+    const url = redactUrl(entry.url);
+    const responseTime = Math.round(entry.elapsedMs);
+    const line: Record<string, unknown> = { requestId: entry.id };
+    if (entry.tenantId !== undefined) line.tenantId = entry.tenantId;
+    if (entry.userId !== undefined) line.userId = entry.userId;
+    line.req = { id: entry.id, method: entry.method, url };
+    line.res = { statusCode: entry.statusCode };
+    line.responseTime = responseTime;
+    logger.info(line, `${entry.method} ${url} ${entry.statusCode} ${responseTime}ms`);
+  };
+}
+
+/** Writes the access line of every request when its answer has gone (Fastify `onResponse`). */
+export function installAccessLog(fastify: FastifyInstance, params: Params): void {
+  const write = createAccessLog(params);
+  fastify.addHook('onResponse', (request, reply, done) => {
+    write({
+      id: request.id,
+      method: request.method,
+      url: request.url,
+      statusCode: reply.statusCode,
+      elapsedMs: reply.elapsedTime,
+      tenantId: request.tenant?.id,
+      userId: request.user?.userId,
+    });
+    done();
+  });
 }
 
 /** Nest's start-up chatter: a line per module and per route, useful when debugging only. */

@@ -15,7 +15,8 @@ import { ApiErrors } from '../common/http/api-docs';
 import { Enveloped } from '../common/http/envelope';
 import { etagOf, LAST_MODIFIED_KEY, notModified } from '../records/concurrency-token';
 import { ENTITY_CHAIN, EntityOperation } from './entity.guards';
-import { ListRecords, ListResult, ReadRecord } from '../records/use-cases/read-records';
+import { SerializedJson } from '../common/serialized-json';
+import { ListRecords, ReadRecord } from '../records/use-cases/read-records';
 import type { Row } from '../records/records-read.repository';
 import { parseRecordId } from '../records/values';
 import { NotFoundError } from '../common/errors/app-error';
@@ -117,8 +118,9 @@ export class EntityController {
   @ApiParam({ name: 'entity_code' })
   @ApiOkResponse({ schema: LIST_SCHEMA })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'NOT_IMPLEMENTED')
-  list(@RecordCtx() ctx: RecordContext, @ListQuery() query: OffsetQuery): Promise<ListResult> {
-    return this.listRecords.execute(ctx, query);
+  list(@RecordCtx() ctx: RecordContext, @ListQuery() query: OffsetQuery): Promise<SerializedJson> {
+    // The page as JSON text: a cached page is answered as the bytes the cache holds.
+    return this.listRecords.executeSerialized(ctx, query);
   }
 
   @Get('api/v1/:entity_code/:id')

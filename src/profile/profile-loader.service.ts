@@ -228,7 +228,7 @@ export class ProfileLoaderService {
 
   private async readCache(key: string): Promise<Omit<LoadedProfile, 'entity'> | undefined> {
     try {
-      const hit = await this.cache.getJson<unknown>(key);
+      const hit = await this.cache.getShared<unknown>(key);
       if (hit === undefined) return undefined;
       // Rule 9: a value that parses but is not a cached profile is unusable, hence a miss.
       if (!isCachedProfile(hit)) {

@@ -39,7 +39,7 @@ export class RegistryService {
     // takes a cache entry.
     if (!TENANT_ID.test(tenantId) || !isEntityCode(code)) return undefined;
     const key = this.cache.keys.config('registry', tenantId, code);
-    const cached = await this.cache.getJson<CachedEntity>(key);
+    const cached = await this.cache.getShared<CachedEntity>(key);
     if (cached && typeof cached === 'object' && 'info' in cached) return cached.info ?? undefined;
 
     // Concurrent misses of one entry read the registry once (issue 13 #3).

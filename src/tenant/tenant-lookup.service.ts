@@ -16,7 +16,7 @@ export class TenantLookupService {
 
   async findById(id: string): Promise<TenantRow | undefined> {
     const key = this.cache.keys.tenant(id);
-    const cached = await this.cache.getJson<TenantRow | null>(key);
+    const cached = await this.cache.getShared<TenantRow | null>(key);
     if (cached !== undefined) return cached ?? undefined;
     // Concurrent misses of one tenant read it once (issue 13 #3).
     return this.cache.singleFlight(key, async () => {

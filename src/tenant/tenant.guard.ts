@@ -1,7 +1,6 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { NO_TENANT, REQUIRED_FEATURE } from '../common/decorators/context.decorators';
+import { routePolicy } from '../common/http/route-policy';
 import { AppError, AuthorizationError, NotFoundError, ValidationError } from '../common/errors/app-error';
 import { setLogContext } from '../common/logging';
 import { TenantHeaderError, TenantHeaderFailure } from './tenant-header.crypto';
@@ -26,14 +25,13 @@ export function tenantHeaderError(reason: TenantHeaderFailure): AppError {
 @Injectable()
 export class TenantGuard implements CanActivate {
   constructor(
-    private readonly reflector: Reflector,
     private readonly headers: TenantHeaderService,
     private readonly tenants: TenantLookupService,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    const targets = [context.getHandler(), context.getClass()];
-    if (this.reflector.getAllAndOverride<boolean>(NO_TENANT, targets)) return true;
+    const policy = routePolicy(context);
+    if (policy.noTenant) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
 
     let tenantId: string;
@@ -48,13 +46,13 @@ export class TenantGuard implements CanActivate {
     if (!tenant) throw new NotFoundError('Tenant not found', { 'x-tenant-id': 'unknown_tenant' });
     if (!isTenantActive(tenant)) throw new AuthorizationError('Tenant is not active');
 
-    const feature = this.reflector.getAllAndOverride<string | undefined>(REQUIRED_FEATURE, targets);
+    const feature = policy.feature;
     if (feature && tenant.features[feature] === false) {
       throw new AuthorizationError(`Feature ${feature} is disabled for this tenant`, 'FEATURE_DISABLED');
     }
 
     request.tenant = { id: tenant.id, code: tenant.code, name: tenant.name, features: tenant.features };
-    setLogContext(request.raw, { tenantId: tenant.id });
+    setLogContext({ tenantId: tenant.id });
     return true;
   }
 }

@@ -1,5 +1,5 @@
 import { CanActivate, ExecutionContext, Injectable, OnModuleInit } from '@nestjs/common';
-import { HttpAdapterHost, Reflector } from '@nestjs/core';
+import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import { createHash } from 'node:crypto';
@@ -12,10 +12,9 @@ import {
 import { TokenService } from '../../auth/token.service';
 import { CacheService } from '../../cache/cache.service';
 import { RedisCacheStore } from '../../cache/redis-cache.store';
-import { NO_TENANT } from '../decorators/context.decorators';
-import { IS_PUBLIC } from '../decorators/public.decorator';
 import { AppError } from '../errors/app-error';
 import { clientAddressKey } from './client-address';
+import { routePolicy } from './route-policy';
 import type { AppConfig } from '../../config/config.schema';
 import { InjectConfig } from '../../config/inject-config.decorator';
 
@@ -55,7 +54,6 @@ export class AddressLimitGuard implements CanActivate, OnModuleInit {
   private readonly blocked = new LRUCache<string, number>({ max: MAX_BLOCKED_ADDRESSES });
 
   constructor(
-    private readonly reflector: Reflector,
     private readonly tokens: TokenService,
     private readonly adapterHost: HttpAdapterHost,
     cache: CacheService,
@@ -90,8 +88,8 @@ export class AddressLimitGuard implements CanActivate, OnModuleInit {
   }
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
-    const targets = [context.getHandler(), context.getClass()];
-    if (this.reflector.getAllAndOverride<boolean>(NO_TENANT, targets)) return true;
+    const policy = routePolicy(context);
+    if (policy.noTenant) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     const address = clientAddressKey(request.ip);
 
@@ -99,7 +97,7 @@ export class AddressLimitGuard implements CanActivate, OnModuleInit {
     if (blockedUntil !== undefined && !this.carriesValidToken(request)) {
       throw tooMany(blockedUntil - Date.now(), 'Too many failed requests from this address; try again later');
     }
-    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets)) return this.consumePublic(address);
+    if (policy.isPublic) return this.consumePublic(address);
     return true;
   }
 

@@ -4,7 +4,8 @@ import { ModulesContainer } from '@nestjs/core';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RAW_RESPONSE } from '../decorators/public.decorator';
-import { Enveloped, successBody } from './envelope';
+import { SerializedJson } from '../serialized-json';
+import { Enveloped, serializedSuccessBody, successBody } from './envelope';
 
 /** `METHOD /path/:param` as Fastify reports a matched route (request.routeOptions). */
 export type RouteKey = string;
@@ -57,10 +58,18 @@ export function installEnvelope(app: NestFastifyApplication, routes: Set<RouteKe
     .getHttpAdapter()
     .getInstance()
     .addHook('preSerialization', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-      if (reply.statusCode >= 400 || !routes.has(`${request.method} ${request.routeOptions.url ?? ''}`))
-        return payload;
+      if (reply.statusCode >= 400) return payload;
+      const enveloped = routes.has(`${request.method} ${request.routeOptions.url ?? ''}`);
+      if (payload instanceof SerializedJson) {
+        // Already JSON text: spliced into the envelope as it is, and not serialized again.
+        void reply.serializer(passThrough);
+        return enveloped ? serializedSuccessBody(payload.text, request.id) : payload.text;
+      }
+      if (!enveloped) return payload;
       return payload instanceof Enveloped
         ? successBody(payload.data, request.id, payload.extras)
         : successBody(payload ?? null, request.id);
     });
 }
+
+const passThrough = (text: unknown): string => text as string;

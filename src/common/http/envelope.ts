@@ -43,6 +43,11 @@ export function successBody<T>(
   return { success: true, data, ...extras, meta: meta(requestId) };
 }
 
+/** successBody's JSON text around `data` given as JSON text (the same bytes JSON.stringify writes). */
+export function serializedSuccessBody(dataJson: string, requestId: string): string {
+  return `{"success":true,"data":${dataJson},"meta":${JSON.stringify(meta(requestId))}}`;
+}
+
 export function errorBody(
   code: ErrorCode,
   message: string,

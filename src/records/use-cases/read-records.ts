@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { CacheService } from '../../cache/cache.service';
 import { CACHE_TTL } from '../../cache/cache-keys';
 import { NotFoundError } from '../../common/errors/app-error';
+import { SerializedJson } from '../../common/serialized-json';
 import { rowFilterVariables } from '../../profile/row-filter';
 import { presentRecord, queryPermissions, readFields } from '../presenter';
 import { positionOf } from '../query/ordering';
@@ -31,6 +32,8 @@ export class ReadRecord {
   }
 }
 
+type OffsetRecordQuery = RecordQuery & { page: { kind: 'offset' } };
+
 /** List records with offset pages and a total (spec §4.3 style 2, D27's cache). */
 @Injectable()
 export class ListRecords {
@@ -45,7 +48,29 @@ export class ListRecords {
    * rows and, when the row filter uses @user variables, the user, so one user's filtered view is
    * never served to another. Writes drop the tenant's keys of the entity.
    */
-  async execute(ctx: RecordContext, query: RecordQuery & { page: { kind: 'offset' } }): Promise<ListResult> {
+  async execute(ctx: RecordContext, query: OffsetRecordQuery): Promise<ListResult> {
+    const key = this.keyOf(ctx, query);
+    const cached = await this.cache.getJson<ListResult>(key);
+    if (cached) return cached;
+    const result = await this.load(ctx, query);
+    await this.cache.setJson(key, result, CACHE_TTL.entityList);
+    return result;
+  }
+
+  /**
+   * The same page as JSON text, for a route that answers it as it is: a cached page is sent as
+   * the bytes the cache holds, never parsed and serialized again.
+   */
+  async executeSerialized(ctx: RecordContext, query: OffsetRecordQuery): Promise<SerializedJson> {
+    const key = this.keyOf(ctx, query);
+    const cached = await this.cache.getText(key);
+    if (cached !== undefined) return new SerializedJson(cached);
+    const text = JSON.stringify(await this.load(ctx, query));
+    await this.cache.setText(key, text, CACHE_TTL.entityList);
+    return new SerializedJson(text);
+  }
+
+  private keyOf(ctx: RecordContext, query: OffsetRecordQuery): string {
     const vars = ctx.policy.rowFilter ? rowFilterVariables(ctx.policy.rowFilter) : { userAttrs: [] };
     const hash = createHash('sha256')
       .update(
@@ -58,9 +83,10 @@ export class ListRecords {
       )
       .digest('hex')
       .slice(0, 32);
-    const key = this.cache.keys.entityList(ctx.tenantId, ctx.entity.code, hash);
-    const cached = await this.cache.getJson<ListResult>(key);
-    if (cached) return cached;
+    return this.cache.keys.entityList(ctx.tenantId, ctx.entity.code, hash);
+  }
+
+  private async load(ctx: RecordContext, query: OffsetRecordQuery): Promise<ListResult> {
     const fields = readFields(ctx.entity, ctx.policy);
     const page = await this.repository.page(
       ctx,
@@ -69,15 +95,13 @@ export class ListRecords {
       query,
       true,
     );
-    const result: ListResult = {
+    return {
       records: page.rows.map((r) => presentRecord(ctx.entity, ctx.policy, fields, r)),
       total: page.total ?? 0,
       limit: query.page.limit,
       skip: query.page.skip,
       meta: { entityCode: ctx.entity.code, retrievedAt: new Date().toISOString() },
     };
-    await this.cache.setJson(key, result, CACHE_TTL.entityList);
-    return result;
   }
 }
 
