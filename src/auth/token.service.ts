@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
+import { LRUCache } from 'lru-cache';
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../common/errors/app-error';
 import type { AuthUser } from '../common/request-context';
@@ -56,6 +57,13 @@ export interface IssuedToken {
 @Injectable()
 export class TokenService {
   readonly lifetimeS: number;
+  /**
+   * Tokens that verified, with their claims: HS256 verification and the claim checks cost ~20 µs,
+   * a tenth of a cached read, and give the same answer for the same text every time — except
+   * expiry, which is checked again on every use. Revocation is not decided here (JwtAuthGuard asks
+   * on every request). Only tokens that verified are kept, so garbage cannot fill it.
+   */
+  private readonly verified = new LRUCache<string, Readonly<VerifiedToken>>({ max: 10_000 });
 
   constructor(
     private readonly jwt: JwtService,
@@ -99,6 +107,25 @@ export class TokenService {
    * information, JwtAuthGuard enforces the role's current permissions.
    */
   verify(token: string, nowMs = Date.now()): VerifiedToken {
+    // A token verified before: its signature and claims cannot have changed, only time has passed.
+    const known = this.verified.get(token);
+    if (known !== undefined) {
+      const now = Math.floor(nowMs / 1000);
+      if (now >= known.exp + TOKEN_CLOCK_TOLERANCE_S) {
+        this.verified.delete(token);
+        throw new AppError('TOKEN_EXPIRED', 'Token has expired');
+      }
+      if (known.issuedAtMs > (now + TOKEN_CLOCK_TOLERANCE_S) * 1000 + 999) {
+        throw new AppError('TOKEN_INVALID', 'Token is invalid');
+      }
+      return known;
+    }
+    const verified = this.verifyUncached(token, nowMs);
+    this.verified.set(token, Object.freeze(verified));
+    return verified;
+  }
+
+  private verifyUncached(token: string, nowMs: number): VerifiedToken {
     let payload: Partial<TokenPayload>;
     try {
       payload = this.jwt.verify<TokenPayload>(token);
