@@ -60,6 +60,36 @@ describe('TokenService', () => {
   const sign = (claims: object) => jwt.sign(claims, SECRET, { algorithm: 'HS256', expiresIn: 600 });
   const base = { sub: '4', user_id: 4, tenant_id: '2', jti: 'j-1' };
 
+  describe('verified tokens remembered', () => {
+    it('should answer a token verified before as it did, and expired once its time has passed', () => {
+      const service = tokenService();
+      const { token } = service.issue(USER);
+      const exp = (jwt.decode(token) as { exp: number }).exp;
+      const first = service.verify(token);
+      expect(service.verify(token)).toEqual(first);
+      // Past exp + the clock leeway: expired, though it verified before.
+      expect(codeOf(() => service.verify(token, (exp + 5) * 1000))).toBe('TOKEN_EXPIRED');
+      expect(codeOf(() => service.verify(token, (exp + 4) * 1000))).toBe('ok');
+    });
+
+    it('should still refuse a token whose issue time is in the future at the time asked', () => {
+      const service = tokenService();
+      const { token } = service.issue(USER);
+      const iat = (jwt.decode(token) as { iat: number }).iat;
+      expect(codeOf(() => service.verify(token))).toBe('ok');
+      expect(codeOf(() => service.verify(token, (iat - 6) * 1000))).toBe('TOKEN_INVALID');
+    });
+
+    it('should remember no token that failed: a tampered copy of a good one is refused every time', () => {
+      const service = tokenService();
+      const { token } = service.issue(USER);
+      const tampered = token.slice(0, -2) + (token.endsWith('AA') ? 'BB' : 'AA');
+      expect(codeOf(() => service.verify(token))).toBe('ok');
+      expect(codeOf(() => service.verify(tampered))).toBe('TOKEN_INVALID');
+      expect(codeOf(() => service.verify(tampered))).toBe('TOKEN_INVALID');
+    });
+  });
+
   describe('issue', () => {
     it('should put the issue time in ms (iat_ms) beside iat, in the same second (D46)', () => {
       const before = Date.now();
