@@ -2,11 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import type { Type } from '@nestjs/common';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { NestFactory } from '@nestjs/core';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
 import { Counter } from 'prom-client';
 import { AppModule } from './app.module';
-import { BEARER_SCHEME, TENANT_HEADER_SCHEME } from './common/http/api-docs';
 import { corsOptions } from './common/http/cors.hook';
 import { envelopedRoutes, installEnvelope } from './common/http/envelope.hook';
 import { clientErrorHandler, frameworkErrorHandler } from './common/http/client-errors.hook';
@@ -17,6 +15,7 @@ import { installAccessLog, pinoParams, QuietFrameworkLogger } from './common/log
 import type { AppConfig } from './config/config.schema';
 import { MetricsService } from './health/metrics.service';
 import { ReadinessService } from './health/readiness.service';
+import { setupSwagger } from './openapi/openapi.setup';
 
 /**
  * The Fastify adapter with one change: the body parsers that Nest and Fastify register are
@@ -94,29 +93,4 @@ export async function createApp(
   installEnvelope(app, envelopedRoutes(app));
   setupSwagger(app);
   return app;
-}
-
-export function setupSwagger(app: NestFastifyApplication): void {
-  const document = SwaggerModule.createDocument(
-    app,
-    new DocumentBuilder()
-      .setTitle('Multi-tenant configuration-driven backend')
-      .setDescription(
-        'Every tenant-scoped route needs the encrypted `x-tenant-id` header; protected routes also a Bearer JWT. ' +
-          'Success bodies are `{success, data, meta}`; errors `{success: false, message, error: {code, message, details}, meta}`.',
-      )
-      .setVersion('1')
-      .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, BEARER_SCHEME)
-      .addApiKey(
-        {
-          type: 'apiKey',
-          in: 'header',
-          name: 'x-tenant-id',
-          description: 'Encrypted tenant header (spec §2.11)',
-        },
-        TENANT_HEADER_SCHEME,
-      )
-      .build(),
-  );
-  SwaggerModule.setup('api-docs', app, document, { jsonDocumentUrl: 'api-docs/json' });
 }

@@ -21,7 +21,10 @@ export class AuthController {
   @Get('tenant-config')
   @Public()
   @TenantOnly()
-  @ApiOperation({ summary: "Login screen configuration of the header's tenant (spec §2.12, D11)" })
+  @ApiOperation({
+    operationId: 'getTenantConfig',
+    summary: "Login screen configuration of the header's tenant (spec §2.12, D11)",
+  })
   @ApiEnvelope(TenantConfigDto)
   @ApiErrors('VALIDATION_ERROR', 'FORBIDDEN', 'NOT_FOUND')
   tenantConfig(@CurrentTenant() tenant: TenantContext): Promise<TenantConfigDto> {
@@ -32,7 +35,10 @@ export class AuthController {
   @HttpCode(200)
   @Public()
   @TenantOnly()
-  @ApiOperation({ summary: 'Sign in with e-mail and password; returns a Bearer JWT (spec §2.13, D12-D13)' })
+  @ApiOperation({
+    operationId: 'signIn',
+    summary: 'Sign in with e-mail and password; returns a Bearer JWT (spec §2.13, D12-D13)',
+  })
   @ApiEnvelope(SigninResponseDto)
   @ApiErrors('VALIDATION_ERROR', 'INVALID_CREDENTIALS', 'FORBIDDEN', 'NOT_FOUND', 'RATE_LIMITED')
   signin(
@@ -47,7 +53,7 @@ export class AuthController {
   @Post('logout')
   @HttpCode(200)
   @Authenticated()
-  @ApiOperation({ summary: 'Revoke the current token (D14)' })
+  @ApiOperation({ operationId: 'signOut', summary: 'Revoke the current token (D14)' })
   @ApiEnvelope(MessageDto)
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN')
   logout(@CurrentUser() user: AuthUser): Promise<MessageDto> {
@@ -56,7 +62,7 @@ export class AuthController {
 
   @Get('profile')
   @Authenticated()
-  @ApiOperation({ summary: 'The signed-in user' })
+  @ApiOperation({ operationId: 'getProfile', summary: 'The signed-in user' })
   @ApiEnvelope(ProfileDto)
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND')
   profile(@CurrentTenant() tenant: TenantContext, @CurrentUser() user: AuthUser): Promise<ProfileDto> {

@@ -1,6 +1,11 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import { CurrentTenant, RequestId, RequireFeature, TenantOnly } from '../common/decorators/context.decorators';
+import {
+  CurrentTenant,
+  RequestId,
+  RequireFeature,
+  TenantOnly,
+} from '../common/decorators/context.decorators';
 import { Public } from '../common/decorators/public.decorator';
 import { ApiEnvelope, ApiErrors } from '../common/http/api-docs';
 import type { TenantContext } from '../common/request-context';
@@ -20,6 +25,7 @@ export class SignupController {
   @TenantOnly()
   @RequireFeature('signup')
   @ApiOperation({
+    operationId: 'requestSignupCode',
     summary: 'Mail a 6-digit sign-up code and a one-time link (D15)',
     description:
       'Same answer whether or not the e-mail already has an account in the tenant (an existing ' +
@@ -41,6 +47,7 @@ export class SignupController {
   @TenantOnly()
   @RequireFeature('signup')
   @ApiOperation({
+    operationId: 'createAccount',
     summary: 'Create the account with the mailed code or link; returns a Bearer JWT (spec §2.13, D15)',
     description:
       'Body `{email_id, otp, password}` or `{password, session}`. A code lives 10 minutes, allows 5 ' +

@@ -125,8 +125,7 @@ export function ApiConfigRoute(kind: ConfigKind): MethodDecorator {
     ApiOperation({ operationId: s.operationId, summary: s.summary }),
     ApiParam({
       name: 'code',
-      schema: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,100}$' },
-      example: s.example,
+      schema: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,100}$', example: s.example },
       description: 'Compared exactly (case and trailing spaces count) on every database',
     }),
     ApiHeader({

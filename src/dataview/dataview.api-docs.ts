@@ -69,7 +69,7 @@ export const DATA_SCHEMA: SchemaObject = {
       description:
         'Offset dataviews: {page, pageSize, total}; cursor dataviews: {pageSize, nextCursor} (null on the last page). ' +
         'Absent for groups.',
-      oneOf: [
+      anyOf: [
         {
           type: 'object',
           properties: {
@@ -135,7 +135,19 @@ export function ApiGridQuery(): MethodDecorator {
         'equals, not_equals, in, not_in, is_null, is_not_null (all columns); contains, starts_with, ends_with ' +
         '(text); greater_than, less_than, between [from, to] (numeric, date). Only isFilterable columns. ' +
         `orders_grid: ${JSON.stringify([{ fieldCode: 'ordered_at', operator: 'between', value: ['2026-01-01', '2026-03-31'] }])}`,
-      example: FILTERS_EXAMPLE,
+      examples: {
+        none: { summary: 'No filter', value: '' },
+        customers_grid: {
+          summary: 'customers_grid: gold or silver, credit 1000-5000',
+          value: FILTERS_EXAMPLE,
+        },
+        orders_grid: {
+          summary: 'orders_grid: ordered in Q1 2026',
+          value: JSON.stringify([
+            { fieldCode: 'ordered_at', operator: 'between', value: ['2026-01-01', '2026-03-31'] },
+          ]),
+        },
+      },
     }),
     ApiQuery({
       name: 'sort',
@@ -144,7 +156,10 @@ export function ApiGridQuery(): MethodDecorator {
       description:
         'JSON array of {fieldCode, direction: asc|desc}, only isSortable columns; default sorting.defaultSort. ' +
         'The primary key always ends the sort.',
-      example: SORT_EXAMPLE,
+      examples: {
+        none: { summary: 'The configured defaultSort', value: '' },
+        credit_limit_desc: { summary: 'Highest credit limit first', value: SORT_EXAMPLE },
+      },
     }),
     ApiQuery({
       name: 'search',

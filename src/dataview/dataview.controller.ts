@@ -34,6 +34,7 @@ export class DataviewController {
 
   @Get(':dvc_code/config')
   @ApiOperation({
+    operationId: 'getDataviewConfig',
     summary: 'Dataview configuration: the tenant’s row over the system row, dvc_config parsed',
   })
   @ApiParam({ name: 'dvc_code', example: 'customers_grid' })
@@ -64,6 +65,7 @@ export class DataviewController {
 
   @Get(':dvc_code/data')
   @ApiOperation({
+    operationId: 'getDataviewData',
     summary:
       'Dataview data: filters, sort, search; offset (page) or cursor pages; aggregates; groups (spec §4.4, D30, D31)',
   })

@@ -5,13 +5,20 @@ import {
   ApiHeader,
   ApiOkResponse,
   ApiOperation,
-  ApiParam,
   ApiQuery,
   ApiTags,
 } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated } from '../common/decorators/context.decorators';
 import { ApiErrors } from '../common/http/api-docs';
+import {
+  ApiEntityCodeParam,
+  ApiRecordIdParam,
+  deleteSchema,
+  RECORD_INPUT_SCHEMA,
+  RECORD_SCHEMA,
+  successSchema,
+} from './entity.api-docs';
 import { Enveloped } from '../common/http/envelope';
 import { etagOf, expectedToken, LAST_MODIFIED_KEY } from '../records/concurrency-token';
 import type { Row } from '../records/records-read.repository';
@@ -24,7 +31,6 @@ import { RecordCtx } from './entity.decorators';
 import type { RecordContext } from '../records/record-context';
 import { ENTITY_CHAIN, EntityOperation } from './entity.guards';
 
-const RECORD = { type: 'object', additionalProperties: true };
 const WRITE_ERRORS = ['VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT'] as const;
 
 /** D42: a written record's new token as its ETag, so the next save can use If-Match. */
@@ -53,11 +59,15 @@ export class EntityWriteController {
   @UseGuards(...ENTITY_CHAIN)
   @EntityOperation('create')
   @ApiOperation({
+    operationId: 'createRecord',
     summary: 'Create a record; answers the record as a read shows it, with lastModified and ETag',
   })
-  @ApiParam({ name: 'entity_code' })
-  @ApiBody({ schema: RECORD })
-  @ApiCreatedResponse({ schema: RECORD })
+  @ApiEntityCodeParam()
+  @ApiBody({ schema: RECORD_INPUT_SCHEMA })
+  @ApiCreatedResponse({
+    description: 'The record as a read shows it; ETag',
+    schema: successSchema(RECORD_SCHEMA),
+  })
   @ApiErrors(...WRITE_ERRORS)
   async create(
     @Req() request: FastifyRequest,
@@ -71,14 +81,23 @@ export class EntityWriteController {
   @UseGuards(...ENTITY_CHAIN)
   @EntityOperation('update')
   @ApiOperation({
+    operationId: 'updateRecord',
     summary:
       'Update a record; needs lastModified (body) or If-Match (D24); values sent back as read (masked, read-only) are ignored (D43); answers the whole record with its new lastModified and ETag',
   })
-  @ApiParam({ name: 'entity_code' })
-  @ApiParam({ name: 'id' })
-  @ApiHeader({ name: 'If-Match', required: false, description: 'lastModified of the record as read' })
-  @ApiBody({ schema: RECORD })
-  @ApiOkResponse({ schema: RECORD })
+  @ApiEntityCodeParam()
+  @ApiRecordIdParam()
+  @ApiHeader({
+    name: 'If-Match',
+    required: false,
+    description: 'The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body',
+    example: '"2026-11-23T05:03:25.085Z"',
+  })
+  @ApiBody({ schema: RECORD_INPUT_SCHEMA })
+  @ApiOkResponse({
+    description: 'The whole record with its new lastModified; ETag',
+    schema: successSchema(RECORD_SCHEMA),
+  })
   @ApiErrors(...WRITE_ERRORS)
   async update(
     @Req() request: FastifyRequest,
@@ -105,21 +124,19 @@ export class EntityWriteController {
   @Delete('api/v1/:entity_code/:id')
   @UseGuards(...ENTITY_CHAIN)
   @EntityOperation('delete')
-  @ApiOperation({ summary: 'Soft-delete a record (spec §3.1); cascade=true also removes dependents (D25)' })
-  @ApiParam({ name: 'entity_code' })
-  @ApiParam({ name: 'id' })
-  @ApiQuery({ name: 'cascade', required: false, enum: ['true', 'false'] })
-  @ApiOkResponse({
-    schema: {
-      type: 'object',
-      properties: {
-        success: { type: 'boolean' },
-        data: { type: 'object', properties: { success: { type: 'boolean' }, deletedAt: { type: 'string' } } },
-        deletedAt: { type: 'string' },
-        meta: { type: 'object' },
-      },
-    },
+  @ApiOperation({
+    operationId: 'deleteRecord',
+    summary: 'Soft-delete a record (spec §3.1); cascade=true also removes dependents (D25)',
   })
+  @ApiEntityCodeParam()
+  @ApiRecordIdParam()
+  @ApiQuery({
+    name: 'cascade',
+    required: false,
+    enum: ['true', 'false'],
+    description: 'true also soft-deletes the dependents (D25); without it dependents answer 409',
+  })
+  @ApiOkResponse({ description: 'Soft-deleted (spec §3.1)', schema: deleteSchema() })
   @ApiErrors(...WRITE_ERRORS)
   async remove(
     @Req() request: FastifyRequest,

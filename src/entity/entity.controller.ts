@@ -1,17 +1,21 @@
 import { Controller, Get, Param, Req, Res, UseGuards } from '@nestjs/common';
-import {
-  ApiHeader,
-  ApiOkResponse,
-  ApiOperation,
-  ApiParam,
-  ApiQuery,
-  ApiResponse,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiHeader, ApiOkResponse, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Authenticated } from '../common/decorators/context.decorators';
 import { AuthorizationError } from '../common/errors/app-error';
 import { ApiErrors } from '../common/http/api-docs';
+import {
+  ApiEntityCodeParam,
+  ApiListQuery,
+  ApiRecordIdParam,
+  ARRAY_SCHEMA,
+  LIST_SCHEMA,
+  RECORD_EXAMPLE,
+  RECORD_SCHEMA,
+  successExample,
+  successSchema,
+  TEN_ID_PARAMETER,
+} from './entity.api-docs';
 import { Enveloped } from '../common/http/envelope';
 import { etagOf, LAST_MODIFIED_KEY, notModified } from '../records/concurrency-token';
 import { ENTITY_CHAIN, EntityOperation } from './entity.guards';
@@ -23,38 +27,6 @@ import { NotFoundError } from '../common/errors/app-error';
 import { ListQuery, RecordCtx } from './entity.decorators';
 import type { OffsetQuery } from './list-query';
 import type { RecordContext } from '../records/record-context';
-
-const LIST_SCHEMA = {
-  type: 'object',
-  properties: {
-    success: { type: 'boolean' },
-    data: {
-      type: 'object',
-      properties: {
-        records: { type: 'array', items: { type: 'object', additionalProperties: true } },
-        total: { type: 'integer' },
-        limit: { type: 'integer' },
-        skip: { type: 'integer' },
-        meta: {
-          type: 'object',
-          properties: { entityCode: { type: 'string' }, retrievedAt: { type: 'string' } },
-        },
-      },
-    },
-    meta: { type: 'object' },
-  },
-};
-
-const ARRAY_SCHEMA = {
-  type: 'object',
-  properties: {
-    success: { type: 'boolean' },
-    data: { type: 'array', items: { type: 'object', additionalProperties: true } },
-    count: { type: 'integer', description: 'Records in this answer' },
-    total: { type: 'integer', description: 'Records matching the query' },
-    meta: { type: 'object' },
-  },
-};
 
 /** D28: `ten_id`, where given, must be the tenant of the token (and header); else 403. */
 function assertTenId(request: FastifyRequest): void {
@@ -80,10 +52,11 @@ export class EntityController {
   @Get('api/v1/records')
   @UseGuards(...ENTITY_CHAIN)
   @EntityOperation('read')
-  @ApiOperation({ summary: 'Plain-array form of an entity read (D28)' })
-  @ApiQuery({ name: 'entity', required: true, description: 'Entity code' })
-  @ApiQuery({ name: 'ten_id', required: false, description: 'Must be the tenant of the token (D28)' })
-  @ApiOkResponse({ schema: ARRAY_SCHEMA })
+  @ApiOperation({ operationId: 'listRecordsByQuery', summary: 'Plain-array form of an entity read (D28)' })
+  @ApiQuery({ name: 'entity', required: true, description: 'Entity code', example: 'customers' })
+  @ApiQuery(TEN_ID_PARAMETER)
+  @ApiListQuery()
+  @ApiOkResponse({ description: 'A page of records as a plain array', schema: ARRAY_SCHEMA })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND')
   async records(
     @Req() request: FastifyRequest,
@@ -97,10 +70,14 @@ export class EntityController {
   @Get('api/entity/:entity_code/get')
   @UseGuards(...ENTITY_CHAIN)
   @EntityOperation('read')
-  @ApiOperation({ summary: 'Style 1 read; ten_id must be the caller’s tenant (D28)' })
-  @ApiParam({ name: 'entity_code' })
-  @ApiQuery({ name: 'ten_id', required: false })
-  @ApiOkResponse({ schema: ARRAY_SCHEMA })
+  @ApiOperation({
+    operationId: 'listEntityRecords',
+    summary: 'Style 1 read; ten_id must be the caller’s tenant (D28)',
+  })
+  @ApiEntityCodeParam()
+  @ApiQuery(TEN_ID_PARAMETER)
+  @ApiListQuery()
+  @ApiOkResponse({ description: 'A page of records as a plain array', schema: ARRAY_SCHEMA })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND')
   async styleOne(
     @Req() request: FastifyRequest,
@@ -114,9 +91,13 @@ export class EntityController {
   @Get('api/v1/:entity_code')
   @UseGuards(...ENTITY_CHAIN)
   @EntityOperation('read')
-  @ApiOperation({ summary: 'List records: filters[<field>]=<value>, limit, skip, sortBy, sortOrder' })
-  @ApiParam({ name: 'entity_code' })
-  @ApiOkResponse({ schema: LIST_SCHEMA })
+  @ApiOperation({
+    operationId: 'listRecords',
+    summary: 'List records: filters[<field>]=<value>, limit, skip, sortBy, sortOrder',
+  })
+  @ApiEntityCodeParam()
+  @ApiListQuery()
+  @ApiOkResponse({ description: 'A page of records (spec §2.15)', schema: LIST_SCHEMA })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'NOT_IMPLEMENTED')
   list(@RecordCtx() ctx: RecordContext, @ListQuery() query: OffsetQuery): Promise<SerializedJson> {
     // The page as JSON text: a cached page is answered as the bytes the cache holds.
@@ -126,13 +107,13 @@ export class EntityController {
   @Get('api/v1/:entity_code/:id')
   @UseGuards(...ENTITY_CHAIN)
   @EntityOperation('read')
-  @ApiOperation({ summary: 'One record by id' })
-  @ApiParam({ name: 'entity_code' })
-  @ApiParam({ name: 'id' })
+  @ApiOperation({ operationId: 'getRecord', summary: 'One record by id' })
+  @ApiEntityCodeParam()
+  @ApiRecordIdParam()
   @ApiHeader({ name: 'If-None-Match', required: false, description: 'ETag of a copy held; 304 if current' })
   @ApiOkResponse({
     description: 'The record with its lastModified; ETag: "<lastModified>" (D42)',
-    schema: { type: 'object', additionalProperties: true },
+    schema: { ...successSchema(RECORD_SCHEMA), example: successExample(RECORD_EXAMPLE) },
   })
   @ApiResponse({ status: 304, description: 'If-None-Match names the current ETag' })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'NOT_IMPLEMENTED')

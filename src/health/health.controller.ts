@@ -58,7 +58,10 @@ export class HealthController {
   ) {}
 
   @Get('healthz')
-  @ApiOperation({ summary: 'Liveness of the process: 200 whenever it is up; reports startupMode' })
+  @ApiOperation({
+    operationId: 'getLiveness',
+    summary: 'Liveness of the process: 200 whenever it is up; reports startupMode',
+  })
   @ApiOkResponse({ schema: HEALTH_SCHEMA })
   async healthz(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthCheckResult> {
     return this.run(reply, [
@@ -73,7 +76,10 @@ export class HealthController {
   }
 
   @Get('readyz')
-  @ApiOperation({ summary: 'Readiness: 200 iff the redis, externalDbs and cache flags are all set' })
+  @ApiOperation({
+    operationId: 'getReadiness',
+    summary: 'Readiness: 200 iff the redis, externalDbs and cache flags are all set',
+  })
   @ApiOkResponse({ schema: HEALTH_SCHEMA })
   @ApiServiceUnavailableResponse({ schema: HEALTH_SCHEMA })
   async readyz(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthCheckResult> {
@@ -81,7 +87,10 @@ export class HealthController {
   }
 
   @Get('livez')
-  @ApiOperation({ summary: 'Readiness plus SELECT 1 on the default pool and cache PING' })
+  @ApiOperation({
+    operationId: 'getLivez',
+    summary: 'Readiness plus SELECT 1 on the default pool and cache PING',
+  })
   @ApiOkResponse({ schema: HEALTH_SCHEMA })
   @ApiServiceUnavailableResponse({ schema: HEALTH_SCHEMA })
   async livez(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthCheckResult> {
@@ -89,7 +98,7 @@ export class HealthController {
   }
 
   @Get(['health', 'api/v1/health'])
-  @ApiOperation({ summary: 'Database and cache health (after start-up)' })
+  @ApiOperation({ operationId: 'getHealth', summary: 'Database and cache health (after start-up)' })
   @ApiOkResponse({ schema: HEALTH_SCHEMA })
   @ApiServiceUnavailableResponse({ schema: HEALTH_SCHEMA })
   async healthSummary(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthCheckResult> {
@@ -97,7 +106,7 @@ export class HealthController {
   }
 
   @Get('health/db')
-  @ApiOperation({ summary: 'SELECT 1 on the configuration database' })
+  @ApiOperation({ operationId: 'getDatabaseHealth', summary: 'SELECT 1 on the configuration database' })
   @ApiOkResponse({ schema: HEALTH_SCHEMA })
   @ApiServiceUnavailableResponse({ schema: HEALTH_SCHEMA })
   async healthDb(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthCheckResult> {
@@ -105,7 +114,7 @@ export class HealthController {
   }
 
   @Get('health/redis')
-  @ApiOperation({ summary: 'PING on the cache (Redis or in-process)' })
+  @ApiOperation({ operationId: 'getCacheHealth', summary: 'PING on the cache (Redis or in-process)' })
   @ApiOkResponse({ schema: HEALTH_SCHEMA })
   @ApiServiceUnavailableResponse({ schema: HEALTH_SCHEMA })
   async healthRedis(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthCheckResult> {

@@ -23,9 +23,20 @@ export class MetricsController {
   @ApiErrors('NOT_FOUND')
   @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
   @ApiOperation({
+    operationId: 'getMetrics',
     summary: 'Prometheus metrics: request count and latency by route and status, pool and cache gauges',
   })
-  @ApiOkResponse({ description: 'Prometheus text exposition format', schema: { type: 'string' } })
+  @ApiOkResponse({
+    description: 'Prometheus text exposition format 0.0.4 (`text/plain; version=0.0.4; charset=utf-8`)',
+    content: {
+      'text/plain': {
+        schema: { type: 'string' },
+        example:
+          '# HELP http_requests_total Requests by route and status\n# TYPE http_requests_total counter\n' +
+          'http_requests_total{method="GET",route="/api/v1/:entity_code",status="200"} 42\n',
+      },
+    },
+  })
   async scrape(): Promise<string> {
     if (!this.config.metricsEnabled) throw new NotFoundError('Metrics are disabled (METRICS_ENABLED=false)');
     return this.metrics.registry.metrics();

@@ -97,7 +97,7 @@ export function ApiInstanceChange(
   return applyDecorators(
     HttpCode(200),
     ApiOperation({ operationId, summary }),
-    ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1 } }),
+    ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1, example: 1 } }),
     ApiBody({
       required: false,
       schema: { type: 'object', properties: { [bodyKey]: { type: 'string', maxLength: MAX_TEXT } } },

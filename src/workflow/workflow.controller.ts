@@ -207,7 +207,7 @@ export class WorkflowController {
     operationId: 'getWorkflowInstance',
     summary: 'An instance: status, current step, context, node states',
   })
-  @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1 } })
+  @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1, example: 1 } })
   @ApiOkResponse({ schema: INSTANCE_SCHEMA })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
   async get(@CurrentTenant() tenant: TenantContext, @Param('id') id: string): Promise<InstanceView> {
@@ -220,7 +220,7 @@ export class WorkflowController {
     operationId: 'getWorkflowInstanceLogs',
     summary: "An instance's log (wft_logs), oldest first; `after` pages on",
   })
-  @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1 } })
+  @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1, example: 1 } })
   @ApiQuery({
     name: 'after',
     required: false,

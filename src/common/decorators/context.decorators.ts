@@ -1,8 +1,7 @@
 import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
-import { ApiBearerAuth, ApiSecurity } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { AuthorizationError } from '../errors/app-error';
-import { BEARER_SCHEME, TENANT_HEADER_SCHEME } from '../http/api-docs';
+import { ApiProtected, ApiTenantOnly } from '../http/api-docs';
 import type { AuthUser, TenantContext } from '../request-context';
 
 /** What the guards put on the request: the tenant (TenantGuard) and the user (JwtAuthGuard). */
@@ -25,18 +24,13 @@ export const NoTenant = (): MethodDecorator & ClassDecorator => SetMetadata(NO_T
  * of a protected route. A route without @Public() is protected even without this decorator.
  */
 export const RequirePermission = (permission: string): MethodDecorator & ClassDecorator =>
-  applyDecorators(
-    SetMetadata(REQUIRED_PERMISSION, permission),
-    ApiBearerAuth(BEARER_SCHEME),
-    ApiSecurity(TENANT_HEADER_SCHEME),
-  );
+  applyDecorators(SetMetadata(REQUIRED_PERMISSION, permission), ApiProtected());
 
 /** Swagger security of a protected route that needs no particular permission (logout, profile). */
-export const Authenticated = (): MethodDecorator & ClassDecorator =>
-  applyDecorators(ApiBearerAuth(BEARER_SCHEME), ApiSecurity(TENANT_HEADER_SCHEME));
+export const Authenticated = (): MethodDecorator & ClassDecorator => ApiProtected();
 
 /** Swagger security of a public route that still needs the tenant header (sign-in, sign-up…). */
-export const TenantOnly = (): MethodDecorator & ClassDecorator => ApiSecurity(TENANT_HEADER_SCHEME);
+export const TenantOnly = (): MethodDecorator & ClassDecorator => ApiTenantOnly();
 
 /** The route belongs to a tenant feature (D10); a disabled feature answers 403 FEATURE_DISABLED. */
 export const RequireFeature = (feature: string): MethodDecorator & ClassDecorator =>

@@ -27,12 +27,22 @@ export class DownloadController {
   @Get(':file_id')
   @RawResponse()
   @Authenticated()
-  @ApiOperation({ summary: 'Download an export (same tenant, within EXPORT_TTL_S of its creation)' })
+  @ApiOperation({
+    operationId: 'downloadExport',
+    summary: 'Download an export (same tenant, within EXPORT_TTL_S of its creation)',
+  })
   @ApiParam({ name: 'file_id', example: 'q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c' })
   @ApiProduces(...Object.keys(DOWNLOAD_CONTENT))
   @ApiOkResponse({
     description: 'The file, with Content-Disposition: attachment; filename="…"',
     content: DOWNLOAD_CONTENT,
+    headers: {
+      'Content-Disposition': {
+        description: 'Always an attachment, with the export’s file name',
+        schema: { type: 'string', example: 'attachment; filename="customers_2026-11-23.csv"' },
+      },
+      'Cache-Control': { schema: { type: 'string', example: 'private, no-store' } },
+    },
   })
   @ApiErrors('UNAUTHORIZED', 'NOT_FOUND')
   async download(

@@ -27,6 +27,7 @@ export class ExportController {
   @RequirePermission('export:dataview')
   @RequireFeature('export')
   @ApiOperation({
+    operationId: 'exportDataview',
     summary:
       'Export a dataview (CSV, XLSX or PDF; at most min(source.maxRows, 10000) rows); answers a download URL',
   })
