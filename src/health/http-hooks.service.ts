@@ -25,26 +25,25 @@ export class HttpHooksService implements OnModuleInit {
 
     // The async-local scope of the request (common/request-scope.ts): the rest of the request —
     // hooks, guards, handler, the use cases it calls — runs inside it, so every log line written
-    // for it carries requestId (and tenantId and userId once the guards have them).
-    fastify.addHook('onRequest', (request, _reply, done) => {
-      requestScope.run({ requestId: request.id }, done);
-    });
-
-    fastify.addHook('onRequest', async (request, reply) => {
+    // for it carries requestId (and tenantId and userId once the guards have them). Then the
+    // x-request-id echo and the readiness gate. Callback style: no promise per request.
+    fastify.addHook('onRequest', (request, reply, done) => {
       void reply.header('x-request-id', request.id);
-      if (this.readiness.ready) return;
-      const path = request.url.split('?', 1)[0];
-      if (PROBE_PATHS.has(path)) return;
+      if (this.readiness.ready || PROBE_PATHS.has(request.url.split('?', 1)[0])) {
+        requestScope.run({ requestId: request.id }, done);
+        return;
+      }
       const err = new NotReadyError(this.readiness.snapshot());
-      return reply
+      void reply
         .status(err.status)
         .header('retry-after', '5')
         .send(errorBody(err.code, err.message, err.details, request.id));
     });
 
-    fastify.addHook('onResponse', async (request, reply) => {
+    fastify.addHook('onResponse', (request, reply, done) => {
       const route = request.routeOptions.url ?? 'unmatched';
       this.metrics.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+      done();
     });
   }
 }

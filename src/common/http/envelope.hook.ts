@@ -57,19 +57,30 @@ export function installEnvelope(app: NestFastifyApplication, routes: Set<RouteKe
   app
     .getHttpAdapter()
     .getInstance()
-    .addHook('preSerialization', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-      if (reply.statusCode >= 400) return payload;
-      const enveloped = routes.has(`${request.method} ${request.routeOptions.url ?? ''}`);
-      if (payload instanceof SerializedJson) {
-        // Already JSON text: spliced into the envelope as it is, and not serialized again.
-        void reply.serializer(passThrough);
-        return enveloped ? serializedSuccessBody(payload.text, request.id) : payload.text;
-      }
-      if (!enveloped) return payload;
-      return payload instanceof Enveloped
-        ? successBody(payload.data, request.id, payload.extras)
-        : successBody(payload ?? null, request.id);
-    });
+    .addHook(
+      'preSerialization',
+      (
+        request: FastifyRequest,
+        reply: FastifyReply,
+        payload: unknown,
+        done: (err: null, payload: unknown) => void,
+      ) => {
+        if (reply.statusCode >= 400) return done(null, payload);
+        const enveloped = routes.has(`${request.method} ${request.routeOptions.url ?? ''}`);
+        if (payload instanceof SerializedJson) {
+          // Already JSON text: spliced into the envelope as it is, and not serialized again.
+          void reply.serializer(passThrough);
+          return done(null, enveloped ? serializedSuccessBody(payload.text, request.id) : payload.text);
+        }
+        if (!enveloped) return done(null, payload);
+        done(
+          null,
+          payload instanceof Enveloped
+            ? successBody(payload.data, request.id, payload.extras)
+            : successBody(payload ?? null, request.id),
+        );
+      },
+    );
 }
 
 const passThrough = (text: unknown): string => text as string;
