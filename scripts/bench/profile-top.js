@@ -4,6 +4,7 @@
  * The top functions of a V8 .cpuprofile by self time and by inclusive time, as shares of the busy
  * (non-idle) samples: node scripts/bench/profile-top.js <file.cpuprofile> [count] [filter]
  * `filter` keeps only frames whose url contains it (e.g. /dist/ for the service's own code).
+ * PROFILE_SKIP_MS=<ms> leaves out the samples of the first <ms> (start-up, seeding).
  */
 const { readFileSync } = require('node:fs');
 
@@ -18,7 +19,12 @@ const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const parent = new Map();
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
 const hits = new Map();
-for (const id of profile.samples) hits.set(id, (hits.get(id) ?? 0) + 1);
+const skipUs = Number(process.env.PROFILE_SKIP_MS ?? 0) * 1000;
+let t = 0;
+profile.samples.forEach((id, i) => {
+  t += profile.timeDeltas[i] ?? 0;
+  if (t >= skipUs) hits.set(id, (hits.get(id) ?? 0) + 1);
+});
 
 const name = (n) => {
   const f = n.callFrame;

@@ -206,7 +206,9 @@ export function createAccessLog(params: Params): (entry: AccessLogEntry) => void
   };
   const logger = options.stream
     ? pino({ level: options.level }, options.stream)
-    : pino({ level: options.level, transport: options.transport as TransportSingleOptions | undefined });
+    : options.transport
+      ? pino({ level: options.level, transport: options.transport as TransportSingleOptions })
+      : pino({ level: options.level }, bufferedStdout());
   return (entry) => {
     if (!logger.isLevelEnabled('info')) return;
     const q = entry.url.indexOf('?');
@@ -221,6 +223,39 @@ export function createAccessLog(params: Params): (entry: AccessLogEntry) => void
     line.responseTime = responseTime;
     logger.info(line, `${entry.method} ${url} ${entry.statusCode} ${responseTime}ms`);
   };
+}
+
+/**
+ * Standard output for the access lines, written in batches: a synchronous write per request (pino's
+ * default) was a system call per request, about a twentieth of a cached read. Lines are flushed
+ * once 4 KB are pending, at the latest every ACCESS_LOG_FLUSH_MS, and at exit.
+ */
+export const ACCESS_LOG_FLUSH_MS = 200;
+
+let stdoutBuffer: DestinationStream | undefined;
+
+/** One per process, however many apps it builds (the tests build many). */
+function bufferedStdout(): DestinationStream {
+  if (stdoutBuffer) return stdoutBuffer;
+  const destination = pino.destination({ dest: 1, minLength: 4096, sync: false });
+  const timer = setInterval(() => {
+    try {
+      destination.flush();
+    } catch {
+      // not ready yet (opening) or closed: the next tick or the exit flush writes it
+    }
+  }, ACCESS_LOG_FLUSH_MS);
+  timer.unref();
+  process.once('exit', () => {
+    clearInterval(timer);
+    try {
+      destination.flushSync();
+    } catch {
+      // nothing pending, or stdout closed
+    }
+  });
+  stdoutBuffer = destination;
+  return destination;
 }
 
 /** Writes the access line of every request when its answer has gone (Fastify `onResponse`). */
