@@ -13,6 +13,7 @@ import { pinoParams } from './common/logging';
 import type { AppConfig } from './config/config.schema';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
+import { DevUiModule } from './dev-ui/dev-ui.module';
 import { DataviewModule } from './dataview/dataview.module';
 import { EntityModule } from './entity/entity.module';
 import { HealthModule } from './health/health.module';
@@ -48,6 +49,7 @@ export class AppModule {
         DataviewModule,
         WorkflowModule,
         ConfigDeliveryModule,
+        DevUiModule,
         ...extraModules,
       ],
       providers: [

@@ -1,0 +1,248 @@
+/**
+ * The page's calls, on the typed client (client/src): openapi-fetch for the routes, the wrapper for
+ * the token, the tenant header, 401 → signed out, and saves with If-Match. Every answer is the
+ * envelope {success, data, meta}; the shapes the page reads are declared here.
+ */
+import { ApiError, createApiClient, toApiError, type ApiClient } from '../client/src/index';
+
+export { ApiError };
+
+export interface TenantConfig {
+  tenant_id: string | number;
+  tenant_name: string;
+  logo_url?: string | null;
+  colors?: Record<string, string> | null;
+  settings?: Record<string, unknown> | null;
+}
+
+export interface GridColumn {
+  columnId: string;
+  fieldCode: string | null;
+  columnName: string;
+  columnOrder: number;
+  columnWidth?: number;
+  columnType: string;
+  isVisible?: boolean;
+  isSortable?: boolean;
+  isFilterable?: boolean;
+  align?: string;
+  format?: string | null;
+  aggregateFunction?: string;
+  /** Options of a select column: [{value, label}] (from a value set) or plain strings. */
+  filterOptions?: unknown;
+  cellRenderer?: { type: string; colors?: Record<string, string> };
+  actions?: { actionId: string; actionName: string; onClick: string; confirmMessage?: string | null }[];
+}
+
+export interface FilterOption {
+  filterId: string;
+  fieldCode: string;
+  label: string;
+  operators: string[];
+  type: string;
+}
+
+export interface DataviewConfig {
+  dataviewName?: string;
+  source: { entityCode: string; primaryKey: string };
+  display?: { pageSize?: number; paginationType?: string };
+  columns: GridColumn[];
+  filters?: { enableFiltering?: boolean; filterOptions?: FilterOption[] };
+  sorting?: { enableSorting?: boolean; defaultSort?: SortKey[]; allowMultiSort?: boolean };
+  grouping?: { enableGrouping?: boolean; defaultGroupBy?: string | null; groupableColumns?: string[] };
+  export?: { enableExport?: boolean; exportFormats?: string[] };
+}
+
+export interface SortKey {
+  fieldCode: string;
+  direction: 'asc' | 'desc';
+}
+
+export interface Filter {
+  fieldCode: string;
+  operator: string;
+  value: unknown;
+}
+
+export type Row = Record<string, unknown> & { lastModified?: string };
+
+export interface DataPage {
+  rows: Row[];
+  pagination: { page?: number; pageSize: number; total?: number; nextCursor?: string | null };
+  aggregates: Record<string, number | null>;
+}
+
+export interface Group {
+  key: unknown;
+  count: number;
+  aggregates?: Record<string, number | null>;
+}
+
+export interface DataQuery {
+  page: number;
+  pageSize: number;
+  filters: Filter[];
+  sort: SortKey[];
+  search: string;
+  groupBy?: string;
+  groupKey?: string;
+}
+
+export interface WorkflowSummary {
+  id: number;
+  code: string;
+  name: string;
+  status: string | number;
+  version: number;
+}
+
+export interface WorkflowInstance {
+  id: number;
+  workflowCode: string;
+  version: number;
+  status: string;
+  currentNode: string | null;
+  error: unknown;
+  waitingFor: { type: string; step: string; message?: string } | null;
+  nodes?: { nodeId?: string; step?: string; status: string }[];
+}
+
+interface Envelope {
+  data?: unknown;
+  pagination?: DataPage['pagination'];
+  aggregates?: DataPage['aggregates'];
+}
+
+/** The whole envelope of a successful answer (data and what stands beside it), or ApiError. */
+function envelope(result: { data?: unknown; error?: unknown; response: Response }): Envelope {
+  if (result.response.ok) return result.data ?? {};
+  throw toApiError(result.response, result.error);
+}
+
+export class PageApi {
+  readonly client: ApiClient;
+
+  constructor(onSignedOut: (reason: 'unauthorized' | 'signed-out') => void) {
+    this.client = createApiClient({
+      baseUrl: window.location.origin,
+      storage: window.localStorage,
+      onSignedOut,
+    });
+  }
+
+  async tenantConfig(): Promise<TenantConfig> {
+    return envelope(await this.client.api.GET('/api/v1/auth/tenant-config')).data as TenantConfig;
+  }
+
+  async dataviewConfig(code: string): Promise<DataviewConfig> {
+    const result = await this.client.api.GET('/api/v1/dataviews/{dvc_code}/config', {
+      params: { path: { dvc_code: code } },
+    });
+    return (envelope(result).data as { config: DataviewConfig }).config;
+  }
+
+  private async dataRaw(code: string, q: DataQuery): Promise<Envelope> {
+    // Groups are answered whole (no page); the rows of one group (groupKey) are paged as usual.
+    const query: Record<string, string | number> =
+      q.groupBy && q.groupKey === undefined ? {} : { page: q.page, pageSize: q.pageSize };
+    if (q.filters.length) query.filters = JSON.stringify(q.filters);
+    if (q.sort.length) query.sort = JSON.stringify(q.sort);
+    if (q.search) query.search = q.search;
+    if (q.groupBy) query.groupBy = q.groupBy;
+    if (q.groupKey !== undefined) query.groupKey = q.groupKey;
+    const result = await this.client.api.GET('/api/v1/dataviews/{dvc_code}/data', {
+      params: { path: { dvc_code: code }, query },
+    });
+    return envelope(result);
+  }
+
+  async data(code: string, q: DataQuery): Promise<DataPage> {
+    const body = await this.dataRaw(code, {
+      ...q,
+      groupBy: q.groupKey === undefined ? undefined : q.groupBy,
+    });
+    return {
+      rows: (body.data ?? []) as Row[],
+      pagination: body.pagination ?? { pageSize: q.pageSize },
+      aggregates: body.aggregates ?? {},
+    };
+  }
+
+  async groups(code: string, q: DataQuery, groupBy: string): Promise<Group[]> {
+    const body = await this.dataRaw(code, { ...q, page: 0, groupBy, groupKey: undefined });
+    return (body.data ?? []) as Group[];
+  }
+
+  async export(
+    code: string,
+    format: string,
+    q: Pick<DataQuery, 'filters' | 'sort' | 'search'>,
+  ): Promise<{ filename: string; downloadUrl: string }> {
+    const body: Record<string, unknown> = { format };
+    if (q.filters.length) body.filters = q.filters;
+    if (q.sort.length) body.sort = q.sort;
+    if (q.search) body.search = q.search;
+    const result = await this.client.api.POST('/api/v1/dataviews/{dvc_code}/export', {
+      params: { path: { dvc_code: code } },
+      body: body as never,
+    });
+    return envelope(result).data as { filename: string; downloadUrl: string };
+  }
+
+  /** The file of an export (no envelope), with the token: a blob the page saves. */
+  async download(downloadUrl: string): Promise<Blob> {
+    const fileId = decodeURIComponent(downloadUrl.split('/').pop() ?? '');
+    const result = await this.client.api.GET('/api/v1/downloads/{file_id}', {
+      params: { path: { file_id: fileId } },
+      parseAs: 'blob',
+    });
+    if (!result.response.ok) envelope({ ...result, error: await errorOf(result.error) });
+    return result.data as unknown as Blob;
+  }
+
+  async workflows(): Promise<WorkflowSummary[]> {
+    return envelope(await this.client.api.GET('/api/v1/workflows')).data as WorkflowSummary[];
+  }
+
+  async startWorkflow(
+    code: string,
+    input: Record<string, unknown>,
+  ): Promise<WorkflowInstance & { instanceId: number }> {
+    const result = await this.client.api.POST('/api/v1/workflows/{code}/start', {
+      params: { path: { code } },
+      body: { input } as never,
+    });
+    return envelope(result).data as WorkflowInstance & { instanceId: number };
+  }
+
+  async instance(id: number): Promise<WorkflowInstance> {
+    const result = await this.client.api.GET('/api/v1/workflows/instances/{id}', {
+      params: { path: { id } },
+    });
+    return envelope(result).data as WorkflowInstance;
+  }
+}
+
+/** openapi-fetch gives a blob's error body as a blob too. */
+async function errorOf(error: unknown): Promise<unknown> {
+  if (error instanceof Blob) {
+    try {
+      return JSON.parse(await error.text()) as unknown;
+    } catch {
+      return {};
+    }
+  }
+  return error;
+}
+
+/** status, code and message of anything thrown by the client or the page. */
+export function describe(err: unknown): { status: number; code: string; message: string; details: unknown } {
+  if (err instanceof ApiError)
+    return { status: err.status, code: err.code, message: err.message, details: err.details };
+  return {
+    status: 0,
+    code: 'NETWORK_ERROR',
+    message: err instanceof Error ? err.message : String(err),
+    details: null,
+  };
+}

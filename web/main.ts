@@ -1,0 +1,832 @@
+/**
+ * The reference SPA (issue 15): the tenant's login screen, the customers_grid dataview rendered
+ * from its configuration, inline edits saved with the concurrency token, exports, a workflow, and
+ * a return to the login screen on any 401. Served in development at `/`; reached through the
+ * tenant proxy (`http://acme.localhost:8080/`), which adds the tenant header, or directly at the
+ * service with a pasted header (`npm run -s tenant-header -- 1`).
+ */
+import {
+  describe,
+  PageApi,
+  type DataPage,
+  type DataQuery,
+  type DataviewConfig,
+  type Filter,
+  type GridColumn,
+  type Group,
+  type Row,
+  type TenantConfig,
+  type WorkflowInstance,
+} from './api';
+import { h, mount, text } from './dom';
+
+const DATAVIEW = new URLSearchParams(window.location.search).get('dataview') ?? 'customers_grid';
+const FINAL_STATES = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
+
+const root = document.getElementById('root') as HTMLElement;
+let signOutNotice = '';
+const api = new PageApi((reason) => {
+  signOutNotice =
+    reason === 'unauthorized' ? 'Your session has ended. Please sign in again.' : 'You have signed out.';
+  void showLogin();
+});
+
+let tenant: TenantConfig | null = null;
+
+function applyBranding(config: TenantConfig): void {
+  const colors = config.colors ?? {};
+  const style = document.documentElement.style;
+  for (const name of ['primary', 'secondary', 'background']) {
+    const value = colors[name];
+    if (typeof value === 'string' && /^#[0-9a-f]{3,8}$|^[a-z]+$/i.test(value))
+      style.setProperty(`--${name}`, value);
+  }
+  document.title = config.tenant_name;
+}
+
+function logo(config: TenantConfig | null, cls: string): HTMLElement | null {
+  const url = config?.logo_url;
+  return typeof url === 'string' && /^(https?:|data:image\/)/.test(url)
+    ? h('img', {
+        class: cls,
+        src: url,
+        alt: `${config?.tenant_name ?? ''} logo`,
+        'data-testid': 'tenant-logo',
+      })
+    : null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Login screen
+// ---------------------------------------------------------------------------------------------
+
+async function loadTenant(): Promise<{ config: TenantConfig | null; problem: string }> {
+  try {
+    const config = await api.tenantConfig();
+    applyBranding(config);
+    return { config, problem: '' };
+  } catch (err) {
+    const e = describe(err);
+    if (e.status === 400)
+      return {
+        config: null,
+        problem: 'No tenant: open the page through the tenant proxy, or paste a tenant header.',
+      };
+    return { config: null, problem: `Tenant configuration: ${e.message}` };
+  }
+}
+
+async function showLogin(): Promise<void> {
+  const { config, problem } = await loadTenant();
+  tenant = config;
+  const message = h(
+    'p',
+    { class: 'message', role: 'alert', 'data-testid': 'login-message' },
+    signOutNotice || problem,
+  );
+  signOutNotice = '';
+  const email = h('input', {
+    type: 'email',
+    name: 'email',
+    autocomplete: 'username',
+    required: true,
+    'data-testid': 'email',
+  });
+  const password = h('input', {
+    type: 'password',
+    name: 'password',
+    autocomplete: 'current-password',
+    required: true,
+    'data-testid': 'password',
+  });
+  const header = h('textarea', { name: 'tenantHeader', rows: 3, 'data-testid': 'tenant-header' });
+  header.value = api.client.tenantHeader ?? '';
+  const submit = h('button', { type: 'submit', class: 'primary', 'data-testid': 'sign-in' }, 'Sign in');
+  const form = h(
+    'form',
+    { class: 'login-form', 'data-testid': 'login-form' },
+    h('label', {}, 'E-mail', email),
+    h('label', {}, 'Password', password),
+    config ? null : h('label', {}, 'Tenant header (x-tenant-id, from npm run -s tenant-header -- 1)', header),
+    submit,
+    message,
+  );
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    void (async () => {
+      submit.disabled = true;
+      message.textContent = '';
+      try {
+        if (!config && header.value.trim()) {
+          api.client.setTenantHeader(header.value.trim());
+          const again = await loadTenant();
+          if (!again.config) throw new Error(again.problem);
+          tenant = again.config;
+        }
+        await api.client.signIn(email.value, password.value);
+        await showApp();
+      } catch (err) {
+        message.textContent = describe(err).message || 'Sign-in failed';
+      } finally {
+        submit.disabled = false;
+      }
+    })();
+  });
+  mount(
+    root,
+    h(
+      'main',
+      { class: 'login', 'data-testid': 'login-screen' },
+      h(
+        'div',
+        { class: 'card' },
+        logo(config, 'logo'),
+        h('h1', { 'data-testid': 'tenant-name' }, config?.tenant_name ?? 'Sign in'),
+        form,
+      ),
+    ),
+  );
+  email.focus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signed in: the grid, the export buttons and the workflow panel
+// ---------------------------------------------------------------------------------------------
+
+interface GridState extends DataQuery {
+  groupBy?: string;
+  groupKey?: string;
+}
+
+async function showApp(): Promise<void> {
+  if (!tenant) tenant = (await loadTenant()).config;
+  const status = h('p', { class: 'status', role: 'status', 'data-testid': 'status' });
+  const setStatus = (text: string, kind: 'info' | 'error' = 'info'): void => {
+    status.textContent = text;
+    status.className = `status ${kind}`;
+  };
+  const logout = h('button', { type: 'button', 'data-testid': 'logout' }, 'Log out');
+  logout.addEventListener('click', () => {
+    void api.client.signOut().catch(() => undefined);
+  });
+  const body = h('section', { class: 'content' });
+  mount(
+    root,
+    h(
+      'header',
+      { class: 'topbar' },
+      logo(tenant, 'logo-small'),
+      h('strong', { 'data-testid': 'app-tenant' }, tenant?.tenant_name ?? ''),
+      h('span', { class: 'spacer' }),
+      logout,
+    ),
+    h('main', { class: 'app', 'data-testid': 'app' }, status, body),
+  );
+  let config: DataviewConfig;
+  try {
+    config = await api.dataviewConfig(DATAVIEW);
+  } catch (err) {
+    if (describe(err).status !== 401) setStatus(describe(err).message, 'error');
+    return;
+  }
+  const grid = new Grid(config, setStatus, () => {
+    if (status.classList.contains('error')) setStatus('');
+  });
+  mount(body, grid.element, workflowPanel(setStatus, grid));
+  await grid.reload();
+}
+
+/** An error for the status line: code, message and the fields a 400 names. */
+function problem(e: { code: string; message: string; details: unknown }): string {
+  const fields = Array.isArray(e.details)
+    ? e.details
+        .map((d: unknown) =>
+          d && typeof d === 'object'
+            ? `${String((d as { field?: unknown }).field)} ${String((d as { error?: unknown }).error)}`
+            : '',
+        )
+        .filter(Boolean)
+    : [];
+  return `${e.code}: ${e.message}${fields.length ? ` (${fields.join('; ')})` : ''}`;
+}
+
+function columnsOf(config: DataviewConfig): GridColumn[] {
+  return config.columns.filter((c) => c.isVisible !== false).sort((a, b) => a.columnOrder - b.columnOrder);
+}
+
+function optionsOf(column: GridColumn | undefined): { value: string; label: string }[] {
+  const raw = column?.filterOptions;
+  if (!Array.isArray(raw)) return [];
+  return raw
+    .map((o: unknown) =>
+      typeof o === 'string'
+        ? { value: o, label: o }
+        : {
+            value: text((o as { value?: unknown }).value),
+            label: text((o as { label?: unknown }).label ?? (o as { value?: unknown }).value),
+          },
+    )
+    .filter((o) => o.value !== '');
+}
+
+class Grid {
+  readonly element = h('div', { class: 'grid', 'data-testid': 'grid' });
+  private readonly columns: GridColumn[];
+  private readonly key: string;
+  private readonly entity: string;
+  private readonly state: GridState;
+  private readonly table = h('table', { 'data-testid': 'grid-table' });
+  private readonly pager = h('div', { class: 'pager', 'data-testid': 'pager' });
+  private readonly conflict = h('div', { class: 'conflict', hidden: true, 'data-testid': 'conflict' });
+  private readonly groupList = h('div', { class: 'groups', 'data-testid': 'groups' });
+  private page: DataPage = { rows: [], pagination: { pageSize: 25 }, aggregates: {} };
+  private editing: string | null = null;
+  selected: Row | null = null;
+  onSelect: (row: Row) => void = () => undefined;
+  private readonly money: Intl.NumberFormat;
+
+  constructor(
+    private readonly config: DataviewConfig,
+    private readonly setStatus: (text: string, kind?: 'info' | 'error') => void,
+    private readonly clearError: () => void,
+  ) {
+    this.columns = columnsOf(config);
+    this.key = config.source.primaryKey;
+    this.entity = config.source.entityCode;
+    this.state = {
+      page: 0,
+      pageSize: config.display?.pageSize ?? 25,
+      filters: [],
+      sort: [...(config.sorting?.defaultSort ?? [])],
+      search: '',
+      groupBy: config.grouping?.defaultGroupBy ?? undefined,
+    };
+    const settings = tenant?.settings ?? {};
+    const locale = typeof settings.locale === 'string' ? settings.locale : 'en-US';
+    const currency = typeof settings.currency === 'string' ? settings.currency : 'USD';
+    this.money = new Intl.NumberFormat(locale, { style: 'currency', currency, maximumFractionDigits: 2 });
+    mount(
+      this.element,
+      h('h2', {}, config.dataviewName ?? DATAVIEW),
+      this.toolbar(),
+      this.conflict,
+      this.groupList,
+      h('div', { class: 'table-wrap' }, this.table),
+      this.pager,
+    );
+  }
+
+  // -- toolbar: search, the configured filters, grouping, exports --------------------------------
+
+  private toolbar(): HTMLElement {
+    const search = h('input', { type: 'search', placeholder: 'Search', 'data-testid': 'search' });
+    search.addEventListener('keydown', (event) => {
+      if (event.key === 'Enter') this.apply({ search: search.value.trim() });
+    });
+    search.addEventListener('search', () => this.apply({ search: search.value.trim() }));
+    const parts: (HTMLElement | null)[] = [search];
+    const options =
+      this.config.filters?.enableFiltering === false ? [] : (this.config.filters?.filterOptions ?? []);
+    const controls: (() => Filter | null)[] = [];
+    for (const option of options) {
+      if (option.type === 'select') {
+        const column = this.config.columns.find((c) => c.fieldCode === option.fieldCode);
+        const select = h(
+          'select',
+          { 'data-testid': `filter-${option.filterId}`, 'aria-label': option.label },
+          h('option', { value: '' }, `${option.label}: all`),
+          optionsOf(column).map((o) => h('option', { value: o.value }, o.label)),
+        );
+        select.addEventListener('change', () => this.apply({}));
+        controls.push(() =>
+          select.value
+            ? {
+                fieldCode: option.fieldCode,
+                operator: option.operators.includes('equals') ? 'equals' : option.operators[0],
+                value: select.value,
+              }
+            : null,
+        );
+        parts.push(h('label', {}, select));
+      } else {
+        const operator = h(
+          'select',
+          { 'data-testid': `filter-${option.filterId}-operator`, 'aria-label': `${option.label} operator` },
+          option.operators.map((op) => h('option', { value: op }, op.replace(/_/g, ' '))),
+        );
+        const input = h('input', {
+          type: option.type === 'number' ? 'number' : 'text',
+          placeholder: option.label,
+          'data-testid': `filter-${option.filterId}`,
+        });
+        input.addEventListener('keydown', (event) => {
+          if (event.key === 'Enter') this.apply({});
+        });
+        operator.addEventListener('change', () => input.value && this.apply({}));
+        controls.push(() =>
+          input.value.trim()
+            ? { fieldCode: option.fieldCode, operator: operator.value, value: input.value.trim() }
+            : null,
+        );
+        parts.push(h('span', { class: 'filter' }, operator, input));
+      }
+    }
+    this.readFilters = () => controls.map((c) => c()).filter((f): f is Filter => f !== null);
+    if (options.length) {
+      const applyButton = h('button', { type: 'button', 'data-testid': 'apply-filters' }, 'Apply');
+      applyButton.addEventListener('click', () => this.apply({ search: search.value.trim() }));
+      parts.push(applyButton);
+    }
+    const groupable = this.config.grouping?.groupableColumns ?? [];
+    if (groupable.length) {
+      const groupBy = h(
+        'select',
+        { 'data-testid': 'group-by', 'aria-label': 'Group by' },
+        h('option', { value: '' }, 'No grouping'),
+        groupable.map((code) =>
+          h(
+            'option',
+            { value: code },
+            `Group by ${this.config.columns.find((c) => c.fieldCode === code)?.columnName ?? code}`,
+          ),
+        ),
+      );
+      groupBy.value = this.state.groupBy ?? '';
+      groupBy.addEventListener('change', () => {
+        this.state.groupBy = groupBy.value || undefined;
+        this.state.groupKey = undefined;
+        this.apply({});
+      });
+      parts.push(groupBy);
+    }
+    if (this.config.export?.enableExport) {
+      for (const format of this.config.export.exportFormats ?? []) {
+        const label = format === 'excel' ? 'XLSX' : format.toUpperCase();
+        const button = h('button', { type: 'button', 'data-testid': `export-${format}` }, `Export ${label}`);
+        button.addEventListener('click', () => void this.exportAs(format, button));
+        parts.push(button);
+      }
+    }
+    return h('div', { class: 'toolbar' }, parts);
+  }
+
+  private readFilters: () => Filter[] = () => [];
+
+  private apply(change: Partial<GridState>): void {
+    Object.assign(this.state, change, { page: 0, filters: this.readFilters() });
+    void this.reload();
+  }
+
+  // -- data --------------------------------------------------------------------------------------
+
+  /** aria-busy="true" while a reload runs (tests and screen readers wait for "false"). */
+  async reload(): Promise<void> {
+    this.editing = null;
+    this.element.setAttribute('aria-busy', 'true');
+    try {
+      if (this.state.groupBy) await this.loadGroups(this.state.groupBy);
+      else mount(this.groupList);
+      if (this.state.groupBy && this.state.groupKey === undefined) {
+        this.page = { rows: [], pagination: { pageSize: this.state.pageSize, total: 0 }, aggregates: {} };
+        this.render();
+        return;
+      }
+      this.page = await api.data(DATAVIEW, this.state);
+      this.clearError();
+      this.render();
+    } catch (err) {
+      const e = describe(err);
+      if (e.status !== 401) this.setStatus(problem(e), 'error');
+    } finally {
+      this.element.setAttribute('aria-busy', 'false');
+    }
+  }
+
+  private async loadGroups(groupBy: string): Promise<void> {
+    const groups: Group[] = await api.groups(DATAVIEW, this.state, groupBy);
+    const label = (key: unknown): string => (key === null || key === undefined ? '(none)' : text(key));
+    mount(
+      this.groupList,
+      groups.map((g) => {
+        const key = g.key === null || g.key === undefined ? 'null' : text(g.key);
+        const button = h(
+          'button',
+          {
+            type: 'button',
+            class: key === this.state.groupKey ? 'group active' : 'group',
+            'data-testid': `group-${key}`,
+          },
+          `${label(g.key)} (${g.count})`,
+        );
+        button.addEventListener('click', () => {
+          this.state.groupKey = key;
+          this.state.page = 0;
+          void this.reload();
+        });
+        return button;
+      }),
+    );
+  }
+
+  // -- rendering ---------------------------------------------------------------------------------
+
+  private format(column: GridColumn, value: unknown): Node | string {
+    if (value === null || value === undefined) return '';
+    if (column.format === 'currency' && typeof value === 'number') return this.money.format(value);
+    if (column.cellRenderer?.type === 'badge') {
+      const color = column.cellRenderer.colors?.[text(value)] ?? 'gray';
+      return h('span', { class: `badge badge-${color}` }, text(value));
+    }
+    if (column.columnType === 'link' && typeof value === 'string' && value.includes('@'))
+      return h('a', { href: `mailto:${value}` }, value);
+    return text(value);
+  }
+
+  private render(): void {
+    const sortOf = (code: string | null): string =>
+      this.state.sort.find((s) => s.fieldCode === code)?.direction ?? '';
+    const head = h(
+      'tr',
+      {},
+      this.columns.map((column) => {
+        const direction = sortOf(column.fieldCode);
+        const sortable =
+          column.isSortable && column.fieldCode && this.config.sorting?.enableSorting !== false;
+        const th = h(
+          'th',
+          {
+            style: column.columnWidth ? `width:${column.columnWidth}px` : undefined,
+            class: sortable ? 'sortable' : undefined,
+            'data-testid': `header-${column.fieldCode ?? column.columnId}`,
+            'aria-sort': direction === 'asc' ? 'ascending' : direction === 'desc' ? 'descending' : undefined,
+          },
+          column.columnName,
+          direction ? (direction === 'asc' ? ' ▲' : ' ▼') : '',
+        );
+        if (sortable) th.addEventListener('click', () => this.toggleSort(column.fieldCode as string));
+        return th;
+      }),
+    );
+    const rows = this.page.rows.map((row) => this.renderRow(row));
+    const aggregates = this.columns.some(
+      (c) => c.aggregateFunction && c.fieldCode && c.fieldCode in this.page.aggregates,
+    )
+      ? h(
+          'tr',
+          { class: 'aggregates', 'data-testid': 'aggregates' },
+          this.columns.map((c) =>
+            h(
+              'td',
+              { class: `align-${c.align ?? 'left'}` },
+              c.fieldCode && c.fieldCode in this.page.aggregates
+                ? this.format(c, this.page.aggregates[c.fieldCode])
+                : '',
+            ),
+          ),
+        )
+      : null;
+    mount(this.table, h('thead', {}, head), h('tbody', {}, rows), h('tfoot', {}, aggregates));
+    this.renderPager();
+  }
+
+  private renderRow(row: Row): HTMLTableRowElement {
+    const id = String(row[this.key]);
+    const editing = this.editing === id;
+    const inputs = new Map<string, HTMLInputElement | HTMLSelectElement>();
+    const tr = h('tr', {
+      'data-testid': `row-${id}`,
+      'data-id': id,
+      class: this.selected?.[this.key] === row[this.key] ? 'selected' : undefined,
+    });
+    tr.addEventListener('click', (event) => {
+      if ((event.target as HTMLElement).closest('button, input, select, a')) return;
+      this.selected = row;
+      this.onSelect(row);
+      for (const other of tr.parentElement?.children ?? []) other.classList.remove('selected');
+      tr.classList.add('selected');
+    });
+    for (const column of this.columns) {
+      const td = h('td', {
+        class: `align-${column.align ?? 'left'}`,
+        'data-testid': `cell-${id}-${column.fieldCode ?? column.columnId}`,
+      });
+      if (column.columnType === 'actions') {
+        mount(td, editing ? this.editButtons(row, inputs) : this.actionButtons(row, column));
+      } else if (editing && this.isEditable(column, row)) {
+        const input = this.editor(column, row[column.fieldCode as string]);
+        inputs.set(column.fieldCode as string, input);
+        mount(td, input);
+      } else if (column.fieldCode) {
+        mount(td, this.format(column, row[column.fieldCode]));
+      }
+      tr.append(td);
+    }
+    return tr;
+  }
+
+  private isEditable(column: GridColumn, row: Row): boolean {
+    const code = column.fieldCode;
+    if (!code || code === this.key || !(code in row)) return false;
+    const value = row[code];
+    return !(typeof value === 'string' && value.includes('***')); // masked values are not editable (D43)
+  }
+
+  private editor(column: GridColumn, value: unknown): HTMLInputElement | HTMLSelectElement {
+    const testid = `edit-${column.fieldCode}`;
+    const options = optionsOf(column);
+    if (column.columnType === 'select' && options.length) {
+      const select = h(
+        'select',
+        { 'data-testid': testid },
+        options.map((o) => h('option', { value: o.value }, o.label)),
+      );
+      select.value = text(value);
+      return select;
+    }
+    const numeric = column.columnType === 'numeric' || typeof value === 'number';
+    const input = h('input', {
+      type: numeric ? 'number' : 'text',
+      step: numeric ? 'any' : undefined,
+      'data-testid': testid,
+    });
+    input.value = text(value);
+    return input;
+  }
+
+  private actionButtons(row: Row, column: GridColumn): HTMLElement[] {
+    return (column.actions ?? [])
+      .filter((a) => a.onClick === 'editRecord')
+      .map((action) => {
+        const button = h(
+          'button',
+          { type: 'button', 'data-testid': `action-${action.actionId}` },
+          action.actionName,
+        );
+        button.addEventListener('click', () => {
+          this.editing = String(row[this.key]);
+          this.hideConflict();
+          this.render();
+        });
+        return button;
+      });
+  }
+
+  private editButtons(row: Row, inputs: Map<string, HTMLInputElement | HTMLSelectElement>): HTMLElement[] {
+    const save = h('button', { type: 'button', class: 'primary', 'data-testid': 'save' }, 'Save');
+    const cancel = h('button', { type: 'button', 'data-testid': 'cancel' }, 'Cancel');
+    save.addEventListener('click', () => {
+      const changes: Record<string, unknown> = {};
+      for (const [code, input] of inputs) {
+        const column = this.columns.find((c) => c.fieldCode === code);
+        const before = row[code];
+        const raw = input.value;
+        const value =
+          column?.columnType === 'numeric' || typeof before === 'number'
+            ? raw === ''
+              ? null
+              : Number(raw)
+            : raw;
+        if (value !== before) changes[code] = value;
+      }
+      void this.save(row, changes, row.lastModified ?? '');
+    });
+    cancel.addEventListener('click', () => {
+      this.editing = null;
+      this.render();
+    });
+    return [save, cancel];
+  }
+
+  private async save(row: Row, changes: Record<string, unknown>, lastModified: string): Promise<void> {
+    const id = String(row[this.key]);
+    if (Object.keys(changes).length === 0) {
+      this.editing = null;
+      this.render();
+      return;
+    }
+    try {
+      await api.client.saveRecord(this.entity, id, changes, lastModified);
+      this.hideConflict();
+      this.setStatus(`Saved ${this.entity} ${id}`);
+      await this.reload();
+    } catch (err) {
+      const e = describe(err);
+      if (e.status === 401) return;
+      if (e.code === 'CONFLICT' || e.status === 409) this.showConflict(row, changes);
+      else this.setStatus(problem(e), 'error');
+    }
+  }
+
+  private hideConflict(): void {
+    this.conflict.hidden = true;
+    mount(this.conflict);
+  }
+
+  /** 409: someone saved the row since it was read. Show both values; reload theirs or overwrite. */
+  private showConflict(row: Row, changes: Record<string, unknown>): void {
+    const id = String(row[this.key]);
+    this.setStatus(`Conflict: ${this.entity} ${id} was changed by someone else`, 'error');
+    const table = h('table', { class: 'conflict-values' });
+    const reload = h(
+      'button',
+      { type: 'button', 'data-testid': 'conflict-reload' },
+      'Discard mine, reload theirs',
+    );
+    const overwrite = h(
+      'button',
+      { type: 'button', class: 'danger', 'data-testid': 'conflict-overwrite' },
+      'Overwrite with mine',
+    );
+    mount(
+      this.conflict,
+      h('strong', {}, `This record was changed by someone else since you read it.`),
+      table,
+      h('div', { class: 'buttons' }, reload, overwrite),
+    );
+    this.conflict.hidden = false;
+    let current: (Row & { lastModified: string }) | null = null;
+    void (async () => {
+      try {
+        const record = (await api.client.getRecord(this.entity, id)) as unknown as Row & {
+          lastModified: string;
+        };
+        current = record;
+        mount(
+          table,
+          h('tr', {}, h('th', {}, 'Field'), h('th', {}, 'Yours'), h('th', {}, 'Current')),
+          Object.keys(changes).map((code) =>
+            h(
+              'tr',
+              { 'data-testid': `conflict-${code}` },
+              h('td', {}, code),
+              h('td', { class: 'mine' }, text(changes[code])),
+              h('td', { class: 'theirs' }, text(record[code])),
+            ),
+          ),
+        );
+      } catch (err) {
+        if (describe(err).status !== 401) this.setStatus(describe(err).message, 'error');
+      }
+    })();
+    reload.addEventListener('click', () => {
+      this.hideConflict();
+      this.setStatus('Reloaded the current values');
+      void this.reload();
+    });
+    overwrite.addEventListener('click', () => {
+      if (!current) return;
+      void this.save(current, changes, current.lastModified);
+    });
+  }
+
+  private toggleSort(code: string): void {
+    const now = this.state.sort.find((s) => s.fieldCode === code)?.direction;
+    this.state.sort = [{ fieldCode: code, direction: now === 'asc' ? 'desc' : 'asc' }];
+    this.state.page = 0;
+    void this.reload();
+  }
+
+  private renderPager(): void {
+    const { page = 0, pageSize, total } = this.page.pagination;
+    const pages = total === undefined ? undefined : Math.max(1, Math.ceil(total / pageSize));
+    const prev = h(
+      'button',
+      { type: 'button', 'data-testid': 'prev-page', disabled: page <= 0 },
+      '‹ Previous',
+    );
+    const next = h(
+      'button',
+      { type: 'button', 'data-testid': 'next-page', disabled: pages !== undefined && page + 1 >= pages },
+      'Next ›',
+    );
+    prev.addEventListener('click', () => {
+      this.state.page = page - 1;
+      void this.reload();
+    });
+    next.addEventListener('click', () => {
+      this.state.page = page + 1;
+      void this.reload();
+    });
+    mount(
+      this.pager,
+      prev,
+      h(
+        'span',
+        { 'data-testid': 'page-info' },
+        `Page ${page + 1}${pages ? ` of ${pages}` : ''} · ${total ?? '?'} rows`,
+      ),
+      next,
+    );
+  }
+
+  // -- export ------------------------------------------------------------------------------------
+
+  private async exportAs(format: string, button: HTMLButtonElement): Promise<void> {
+    button.disabled = true;
+    try {
+      this.setStatus(`Exporting ${format}…`);
+      const file = await api.export(DATAVIEW, format, { ...this.state, filters: this.readFilters() });
+      const blob = await api.download(file.downloadUrl);
+      const url = URL.createObjectURL(blob);
+      const a = h('a', { href: url, download: file.filename, hidden: true });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      this.setStatus(`Downloaded ${file.filename}`);
+    } catch (err) {
+      const e = describe(err);
+      if (e.status !== 401) this.setStatus(problem(e), 'error');
+    } finally {
+      button.disabled = false;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workflow: start one and follow its status
+// ---------------------------------------------------------------------------------------------
+
+function workflowPanel(setStatus: (text: string, kind?: 'info' | 'error') => void, grid: Grid): HTMLElement {
+  const select = h('select', { 'data-testid': 'workflow-code', 'aria-label': 'Workflow' });
+  const input = h('textarea', { rows: 2, 'data-testid': 'workflow-input', 'aria-label': 'Input (JSON)' });
+  input.value = '{"customerId": 1, "tier": "bronze"}';
+  const start = h('button', { type: 'button', class: 'primary', 'data-testid': 'workflow-start' }, 'Start');
+  const state = h('div', { class: 'workflow-state', 'data-testid': 'workflow-status' });
+  grid.onSelect = (row) => {
+    input.value = JSON.stringify({ customerId: row.id, tier: row.tier });
+  };
+  void api
+    .workflows()
+    .then((list) => {
+      const codes = new Map<string, string>();
+      for (const w of list) codes.set(w.code, w.name);
+      mount(
+        select,
+        [...codes].map(([code, name]) => h('option', { value: code }, name)),
+      );
+    })
+    .catch((err: unknown) => {
+      if (describe(err).status !== 401) setStatus(describe(err).message, 'error');
+    });
+  start.addEventListener('click', () => {
+    void (async () => {
+      let body: Record<string, unknown>;
+      try {
+        body = JSON.parse(input.value) as Record<string, unknown>;
+      } catch {
+        setStatus('The workflow input is not JSON', 'error');
+        return;
+      }
+      try {
+        start.disabled = true;
+        const started = await api.startWorkflow(select.value, body);
+        await follow(started.instanceId ?? started.id, state);
+      } catch (err) {
+        const e = describe(err);
+        if (e.status !== 401) setStatus(problem(e), 'error');
+      } finally {
+        start.disabled = false;
+      }
+    })();
+  });
+  return h(
+    'section',
+    { class: 'workflow', 'data-testid': 'workflow' },
+    h('h2', {}, 'Workflow'),
+    h('div', { class: 'toolbar' }, select, input, start),
+    state,
+  );
+}
+
+/** Polls the instance until it ends or waits for an approval. */
+async function follow(id: number, state: HTMLElement): Promise<void> {
+  let delay = 300;
+  for (;;) {
+    const instance: WorkflowInstance = await api.instance(id);
+    const waiting = instance.waitingFor
+      ? ` (waiting for ${instance.waitingFor.type} at ${instance.waitingFor.step})`
+      : '';
+    state.dataset.status = instance.status;
+    mount(
+      state,
+      h(
+        'span',
+        { class: `wf wf-${instance.status.toLowerCase()}`, 'data-testid': 'workflow-state' },
+        instance.status,
+      ),
+      ` instance ${instance.id} · ${instance.workflowCode} v${instance.version}`,
+      instance.currentNode ? ` · step ${instance.currentNode}` : '',
+      waiting,
+      instance.error ? ` · error: ${JSON.stringify(instance.error)}` : '',
+    );
+    if (FINAL_STATES.has(instance.status) || instance.waitingFor) return;
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 1.5, 2000);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+if (api.client.token) void showApp();
+else void showLogin();
