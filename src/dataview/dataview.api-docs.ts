@@ -166,7 +166,12 @@ export function ApiGridQuery(): MethodDecorator {
       required: false,
       type: String,
       description: 'Case-blind text searched in the columns marked searchable',
-      example: 'customer1',
+      // Examples, not `example`: Swagger UI fills an `example` in, and these three together ask
+      // for a page no one wants; the first of `examples` (empty) is what "Try it out" sends.
+      examples: {
+        none: { summary: 'No search', value: '' },
+        customer1: { summary: 'Names with customer1', value: 'customer1' },
+      },
     }),
     ApiQuery({
       name: 'cursor',
@@ -179,7 +184,10 @@ export function ApiGridQuery(): MethodDecorator {
       required: false,
       type: String,
       description: 'A fieldCode of grouping.groupableColumns: data becomes [{key, count, aggregates}]',
-      example: 'tier',
+      examples: {
+        none: { summary: 'No groups', value: '' },
+        tier: { summary: 'Groups by tier', value: 'tier' },
+      },
     }),
     ApiQuery({
       name: 'groupKey',
@@ -187,7 +195,10 @@ export function ApiGridQuery(): MethodDecorator {
       type: String,
       description:
         'With groupBy: the rows of that one group, paged as usual (a JSON scalar, e.g. null, or text)',
-      example: 'gold',
+      examples: {
+        none: { summary: 'All groups', value: '' },
+        gold: { summary: 'The gold group', value: 'gold' },
+      },
     }),
   );
 }
