@@ -1,3 +1,4 @@
+import { SerializedJson } from '../common/serialized-json';
 import { Body, Controller, Get, HttpCode, Ip, Post } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
@@ -27,8 +28,9 @@ export class AuthController {
   })
   @ApiEnvelope(TenantConfigDto)
   @ApiErrors('VALIDATION_ERROR', 'FORBIDDEN', 'NOT_FOUND')
-  tenantConfig(@CurrentTenant() tenant: TenantContext): Promise<TenantConfigDto> {
-    return this.auth.tenantConfigFor(tenant);
+  tenantConfig(@CurrentTenant() tenant: TenantContext): Promise<SerializedJson> {
+    // TenantConfigDto's shape, as JSON text serialized once per cached tenant row.
+    return this.auth.tenantConfigJson(tenant);
   }
 
   @Post('signin')

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { errorMessage } from '../cache/cache.service';
 import { AppError, NotFoundError } from '../common/errors/app-error';
+import { SerializedJson } from '../common/serialized-json';
 import type { AuthUser, TenantContext } from '../common/request-context';
 import { TenantConfigService, TenantConfigView } from '../tenant/tenant-config.service';
 import { TenantLookupService } from '../tenant/tenant-lookup.service';
@@ -16,6 +17,8 @@ import { normaliseEmail, UserRecord, UsersRepository } from './users.repository'
 @Injectable()
 export class AuthService {
   private readonly logger = new Logger('Auth');
+  /** tenantConfigJson's texts by tenant row object (weak: they go with the rows). */
+  private readonly tenantConfigTexts = new WeakMap<object, SerializedJson>();
 
   constructor(
     private readonly users: UsersRepository,
@@ -26,10 +29,20 @@ export class AuthService {
     private readonly revocations: RevocationService,
   ) {}
 
-  async tenantConfigFor(tenant: TenantContext): Promise<TenantConfigView> {
+  /**
+   * The login-screen view of the tenant (TenantConfigService.view) as JSON text, serialized once per tenant row: the row read from the cache is
+   * one shared, frozen object while the cached tenant is unchanged (CacheService.getShared), so
+   * its text is kept beside it and a changed tenant (a new row object) is serialized afresh.
+   */
+  async tenantConfigJson(tenant: TenantContext): Promise<SerializedJson> {
     const row = await this.tenants.findById(tenant.id);
     if (!row) throw new NotFoundError('Tenant not found');
-    return this.tenantConfig.view(row);
+    let json = this.tenantConfigTexts.get(row);
+    if (!json) {
+      json = new SerializedJson(JSON.stringify(this.tenantConfig.view(row)));
+      this.tenantConfigTexts.set(row, json);
+    }
+    return json;
   }
 
   /**
