@@ -5,7 +5,7 @@ import { NestFactory } from '@nestjs/core';
 import { Logger } from 'nestjs-pino';
 import { Counter } from 'prom-client';
 import { AppModule } from './app.module';
-import { corsOptions } from './common/http/cors.hook';
+import { installCors } from './common/http/cors.hook';
 import { envelopedRoutes, installEnvelope } from './common/http/envelope.hook';
 import { clientErrorHandler, frameworkErrorHandler } from './common/http/client-errors.hook';
 import { installBodyParsers } from './common/http/json-body.hook';
@@ -70,12 +70,10 @@ export async function createApp(
     },
   );
   if (options.logger !== false) app.useLogger(new QuietFrameworkLogger(app.get(Logger)));
-  // D44. Nest's enableCors runs the @fastify/cors request hook from a slot the adapter adds in its
-  // constructor, i.e. before every hook added later: the readiness gate (HttpHooksService) and
-  // Nest's guards. So a preflight is answered (204) even while the gate holds, and the gate's 503
-  // and every error envelope carry the CORS headers of an allowed origin.
-  const cors = corsOptions(config.cors);
-  if (cors) app.enableCors(cors);
+  // D44: the first request hook after the Fastify adapter's own (the modules' come at init), so a
+  // preflight is answered (204) even while the readiness gate holds, and the gate's 503 and every
+  // error envelope carry the CORS headers of an allowed origin.
+  installCors(app.getHttpAdapter().getInstance(), config.cors);
   // Issue 13 #6: 503 OVERLOADED under event-loop pressure, probes exempt; its hook runs after CORS's.
   const shed = new Counter({
     name: 'http_requests_shed_total',

@@ -1,7 +1,6 @@
-import type { FastifyCorsOptions, FastifyCorsOptionsDelegateCallback } from '@fastify/cors';
-import type { FastifyRequest } from 'fastify';
+import fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { AppConfig } from '../../config/config.schema';
-import { corsOptions, isOriginAllowed, isPreflight } from './cors.hook';
+import { installCors, isOriginAllowed, isPreflight } from './cors.hook';
 
 type Cors = AppConfig['cors'];
 const dev: Cors = { mode: 'dev-localhost', origins: [] };
@@ -11,16 +10,6 @@ const listed: Cors = { mode: 'list', origins: ['https://app.example.com', 'http:
 
 function request(method: string, headers: Record<string, string>): FastifyRequest {
   return { method, headers } as unknown as FastifyRequest;
-}
-
-function resolve(cors: Cors, req: FastifyRequest): FastifyCorsOptions | undefined {
-  const delegator = corsOptions(cors)?.delegator as FastifyCorsOptionsDelegateCallback;
-  let out: FastifyCorsOptions | undefined;
-  delegator(req, (err, options) => {
-    if (err) throw err;
-    out = options;
-  });
-  return out;
 }
 
 describe('isOriginAllowed (D44)', () => {
@@ -72,21 +61,39 @@ describe('isPreflight', () => {
   });
 });
 
-describe('corsOptions', () => {
+describe(installCors.name, () => {
   const preflightHeaders = { origin: 'http://localhost:3000', 'access-control-request-method': 'PUT' };
 
-  it('should register nothing when CORS is off', () => {
-    expect(corsOptions(none)).toBeUndefined();
+  async function server(cors: Cors): Promise<FastifyInstance> {
+    const app = fastify();
+    installCors(app, cors);
+    app.get('/x', async () => ({ ok: true }));
+    await app.ready();
+    return app;
+  }
+
+  it('should add nothing at all when CORS is off', async () => {
+    const app = await server(none);
+    const res = await app.inject({ url: '/x', headers: { origin: 'http://localhost:3000' } });
+    expect(res.headers.vary).toBeUndefined();
+    expect(res.headers['access-control-allow-origin']).toBeUndefined();
+    await app.close();
   });
 
-  it('should run in the onRequest hook', () => {
-    expect(corsOptions(dev)?.hook).toBe('onRequest');
-  });
-
-  it('should echo an allowed origin with credentials and answer its preflight', () => {
-    const o = resolve(dev, request('OPTIONS', preflightHeaders));
-    expect(o).toMatchObject({ origin: true, credentials: true, preflight: true, maxAge: 600 });
-    expect(o?.allowedHeaders).toEqual(
+  it('should echo an allowed origin with credentials and answer its preflight', async () => {
+    const app = await server(dev);
+    const res = await app.inject({ method: 'OPTIONS', url: '/x', headers: preflightHeaders });
+    expect(res.statusCode).toBe(204);
+    expect(res.body).toBe('');
+    expect(res.headers).toMatchObject({
+      vary: 'Origin',
+      'access-control-allow-origin': 'http://localhost:3000',
+      'access-control-allow-credentials': 'true',
+      'access-control-allow-methods': 'GET, POST, PUT, DELETE, OPTIONS',
+      'access-control-max-age': '600',
+      'content-length': '0',
+    });
+    expect(String(res.headers['access-control-allow-headers']).split(', ')).toEqual(
       expect.arrayContaining([
         'x-tenant-id',
         'authorization',
@@ -96,31 +103,45 @@ describe('corsOptions', () => {
         'x-request-id',
       ]),
     );
-    expect(o?.exposedHeaders).toEqual(
+    const simple = await app.inject({ url: '/x', headers: { origin: 'http://localhost:3000' } });
+    expect(simple.statusCode).toBe(200);
+    expect(simple.headers['access-control-allow-origin']).toBe('http://localhost:3000');
+    expect(String(simple.headers['access-control-expose-headers']).split(', ')).toEqual(
       expect.arrayContaining(['x-request-id', 'etag', 'retry-after', 'x-ratelimit-remaining']),
     );
-    expect(o?.methods).toEqual(['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS']);
+    expect(simple.headers['access-control-allow-methods']).toBeUndefined();
+    await app.close();
   });
 
-  it('should answer * without credentials in any mode', () => {
-    expect(resolve(any, request('OPTIONS', preflightHeaders))).toMatchObject({
-      origin: '*',
-      credentials: false,
-      preflight: true,
-    });
+  it('should answer * without credentials in any mode', async () => {
+    const app = await server(any);
+    const res = await app.inject({ method: 'OPTIONS', url: '/x', headers: preflightHeaders });
+    expect(res.statusCode).toBe(204);
+    expect(res.headers['access-control-allow-origin']).toBe('*');
+    expect(res.headers['access-control-allow-credentials']).toBeUndefined();
+    await app.close();
   });
 
-  it('should not treat an OPTIONS request without Access-Control-Request-Method as a preflight', () => {
-    expect(resolve(dev, request('OPTIONS', { origin: 'http://localhost:3000' }))).toMatchObject({
-      origin: true,
-      preflight: false,
+  it('should not treat an OPTIONS request without Access-Control-Request-Method as a preflight', async () => {
+    const app = await server(dev);
+    const res = await app.inject({
+      method: 'OPTIONS',
+      url: '/x',
+      headers: { origin: 'http://localhost:3000' },
     });
+    expect(res.statusCode).toBe(404);
+    expect(res.headers['access-control-allow-origin']).toBe('http://localhost:3000');
+    await app.close();
   });
 
-  it('should turn CORS off for a refused origin or no origin', () => {
-    expect(resolve(dev, request('OPTIONS', { ...preflightHeaders, origin: 'http://evil.example' }))).toEqual({
-      origin: false,
-    });
-    expect(resolve(listed, request('GET', {}))).toEqual({ origin: false });
+  it('should give a refused origin, or no origin, no CORS header but Vary: Origin', async () => {
+    const app = await server(listed);
+    for (const headers of [{ ...preflightHeaders, origin: 'http://evil.example' }, {}]) {
+      const res = await app.inject({ method: 'GET', url: '/x', headers });
+      expect(res.statusCode).toBe(200);
+      expect(res.headers.vary).toBe('Origin');
+      expect(Object.keys(res.headers).filter((h) => h.startsWith('access-control-'))).toEqual([]);
+    }
+    await app.close();
   });
 });
