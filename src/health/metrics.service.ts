@@ -77,9 +77,25 @@ export class MetricsService {
     });
   }
 
+  /**
+   * One request: its count and its duration. The label children are looked up once per (method,
+   * route, status) and kept, rather than prom-client hashing the labels object twice per request.
+   * Routes are the patterns (`/api/v1/:entity_code`) and `unmatched`, so the set is bounded.
+   */
   observe(method: string, route: string, statusCode: number, seconds: number): void {
-    const labels = { method, route, status_code: String(statusCode) };
-    this.requests.inc(labels);
-    this.latency.observe(labels, seconds);
+    const key = `${method} ${statusCode} ${route}`;
+    let series = this.series.get(key);
+    if (!series) {
+      const labels = { method, route, status_code: String(statusCode) };
+      series = { requests: this.requests.labels(labels), latency: this.latency.labels(labels) };
+      this.series.set(key, series);
+    }
+    series.requests.inc();
+    series.latency.observe(seconds);
   }
+
+  private readonly series = new Map<
+    string,
+    { requests: { inc(): void }; latency: { observe(value: number): void } }
+  >();
 }

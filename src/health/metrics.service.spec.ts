@@ -1,0 +1,33 @@
+import type { CacheService } from '../cache/cache.service';
+import type { DatabaseService } from '../database/database.service';
+import { MetricsService } from './metrics.service';
+import type { ProbeChecks } from './probe-checks';
+import type { ReadinessService } from './readiness.service';
+
+describe(MetricsService.name, () => {
+  it('should count and time every request under its own method, route and status', async () => {
+    const metrics = new MetricsService(
+      { poolStats: () => undefined } as unknown as DatabaseService,
+      { store: {}, kind: 'memory' } as unknown as CacheService,
+      { snapshot: () => ({}) } as unknown as ReadinessService,
+      { cache: async () => ({ ok: true }), database: async () => ({ ok: true }) } as unknown as ProbeChecks,
+    );
+    metrics.observe('GET', '/api/v1/:entity_code', 200, 0.002);
+    metrics.observe('GET', '/api/v1/:entity_code', 200, 0.004);
+    metrics.observe('GET', '/api/v1/:entity_code', 404, 0.001);
+    metrics.observe('POST', '/api/v1/:entity_code', 200, 0.003);
+    const requests = await metrics.registry.getSingleMetric('http_requests_total')!.get();
+    const count = (method: string, status: string) =>
+      requests.values.find((v) => v.labels.method === method && v.labels.status_code === status)?.value;
+    expect(count('GET', '200')).toBe(2);
+    expect(count('GET', '404')).toBe(1);
+    expect(count('POST', '200')).toBe(1);
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(
+      /http_request_duration_seconds_count\{[^}]*method="GET"[^}]*status_code="200"[^}]*\} 2/,
+    );
+    expect(text).toMatch(
+      /http_request_duration_seconds_sum\{[^}]*method="GET"[^}]*status_code="200"[^}]*\} 0\.006/,
+    );
+  });
+});
