@@ -17,32 +17,26 @@
  * 3. Dataview exports of 10,000 rows (csv, excel, pdf): time, file size, the service's peak RSS
  *    (BENCH_EXPORTS=0 skips them).
  *
+ * The process helpers (pinning, the IPC children, the load runner, starting the service and signing
+ * in) are in scripts/bench/harness.js, shared with scripts/soak.js and scripts/bench-curves.js.
+ *
  * Writes bench/results/latest.{json,svg}, latest-<db>-<cache>.{json,svg} and a dated copy, and
  * prints a markdown table. BENCH_ONLY=healthz,list-cached,…,exports runs only those (and writes
  * nothing).
  */
 'use strict';
 const { createSecretKey, randomBytes } = require('node:crypto');
-const { spawn, spawnSync } = require('node:child_process');
-const { mkdtempSync, rmSync } = require('node:fs');
-const os = require('node:os');
-const { join } = require('node:path');
 const jsonwebtoken = require('jsonwebtoken');
 const { JwtService } = require('@nestjs/jwt');
 const { machineInfo, gitInfo, markdown, writeResults } = require('./bench/report');
+const { dist, envNumber, pinning, ipcChild, runLoad, request, json, startService, signIn, stopService } = require(
+  './bench/harness',
+);
 
-const dist = (p) => require(join(__dirname, '..', 'dist', p));
 const { encryptTenantHeader, decryptTenantHeader } = dist('tenant/tenant-header.crypto.js');
 const { TenantHeaderService } = dist('tenant/tenant-header.service.js');
 const { loadConfig } = dist('config/config.schema.js');
 
-const envNumber = (name, fallback) => {
-  const v = process.env[name];
-  if (v === undefined || v === '') return fallback;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a number ≥ 0, not ${v}`);
-  return n;
-};
 const DURATION_S = envNumber('BENCH_DURATION_S', 6);
 const WARMUP_S = envNumber('BENCH_WARMUP_S', 2);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 50);
@@ -104,99 +98,8 @@ function micro(keyHex, secret) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Processes: pinning, the two servers, the load runner
-// ---------------------------------------------------------------------------------------------
-
-function pinning() {
-  const cores = os.availableParallelism ? os.availableParallelism() : os.cpus().length;
-  if (cores < 2) return null;
-  const probe = spawnSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
-  if (probe.error || probe.status !== 0) return null;
-  return { servers: process.env.BENCH_SERVER_CPUS ?? '0', load: process.env.BENCH_LOAD_CPUS ?? '1' };
-}
-
-function spawnNode(cpus, args, options) {
-  return cpus
-    ? spawn('taskset', ['-c', cpus, process.execPath, ...args], options)
-    : spawn(process.execPath, args, options);
-}
-
-/** A child with an IPC channel: `ready` (its first message) and `call(cmd, payload)`. */
-function ipcChild(script, cpus, env, stdout = 'inherit', nodeArgs = []) {
-  const child = spawnNode(cpus, [...nodeArgs, join(__dirname, 'bench', script)], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', stdout, 'inherit', 'ipc'],
-  });
-  let next = 0;
-  const pending = new Map();
-  let onFirst;
-  const ready = new Promise((resolve, reject) => {
-    onFirst = resolve;
-    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready`)));
-    child.once('error', reject);
-  });
-  let first = true;
-  child.on('message', (msg) => {
-    if (first) {
-      first = false;
-      onFirst(msg);
-      return;
-    }
-    const p = pending.get(msg.id);
-    if (!p) return;
-    pending.delete(msg.id);
-    if (msg.error) p.reject(new Error(msg.error));
-    else p.resolve(msg.result);
-  });
-  child.on('exit', () => {
-    for (const p of pending.values()) p.reject(new Error(`${script} exited`));
-    pending.clear();
-  });
-  const call = (cmd, payload = {}) =>
-    new Promise((resolve, reject) => {
-      const id = ++next;
-      pending.set(id, { resolve, reject });
-      child.send({ id, cmd, ...payload });
-    });
-  return { child, ready, call };
-}
-
-/** One scenario against one server: warm-up + measured run in the pinned load process. */
-function runLoad(pin, spec) {
-  return new Promise((resolve, reject) => {
-    const child = spawnNode(pin?.load, [join(__dirname, 'bench', 'load.js'), JSON.stringify(spec)], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let stdout = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      if (code !== 0) return reject(new Error(`load runner exited with ${code}`));
-      try {
-        resolve(JSON.parse(stdout.trim().split('\n').pop()));
-      } catch (err) {
-        reject(err);
-      }
-    });
-  });
-}
-
-// ---------------------------------------------------------------------------------------------
 // Scenarios
 // ---------------------------------------------------------------------------------------------
-
-async function request(base, { method = 'GET', path, headers = {}, body }) {
-  const res = await fetch(`${base}${path}`, { method, headers, body });
-  const bytes = Buffer.from(await res.arrayBuffer());
-  return { status: res.status, contentType: res.headers.get('content-type') ?? 'application/octet-stream', bytes };
-}
-
-async function json(base, req, expected) {
-  const r = await request(base, req);
-  if (!expected.includes(r.status))
-    throw new Error(`${req.method ?? 'GET'} ${req.path} answered ${r.status}: ${r.bytes.toString().slice(0, 300)}`);
-  return JSON.parse(r.bytes.toString());
-}
 
 /**
  * The scenarios, in run order. Each: id, label, method, route (the pattern the bare server
@@ -427,31 +330,20 @@ async function main() {
       pin ? `servers on CPU ${pin.servers}, autocannon on CPU ${pin.load}` : 'not pinned: taskset or a second core missing'
     }; ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s each)\n`,
   );
-  const dir = mkdtempSync(join(os.tmpdir(), 'mtb-bench-'));
-  const service = ipcChild('service.js', pin?.servers, {
-    BENCH_DIR: dir,
-    BENCH_KEY_HEX: keyHex,
-    BENCH_JWT_SECRET: secret,
-    BENCH_LOG_LEVEL: LOG_LEVEL,
-  }, 'ignore', PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []);
+  const { service, dir } = startService({
+    cpus: pin?.servers,
+    keyHex,
+    secret,
+    logLevel: LOG_LEVEL,
+    nodeArgs: PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [],
+  });
   let bare;
   try {
     const ready = await service.ready;
     results.startupMs = ready.startupMs;
     out(`(database ${ready.db}, cache ${ready.cache}; service start to ready ${fmt(ready.startupMs)} ms)\n`);
-    const base = `http://127.0.0.1:${ready.port}`;
-    const tenantHeader = encryptTenantHeader(1, keyHex);
-    const signinBody = JSON.stringify({
-      email_id: 'admin@acme.test',
-      password: dist('database/seed/demo-data.js').DEV_DEMO_PASSWORD,
-    });
-    const signin = await json(
-      base,
-      { method: 'POST', path: '/api/v1/auth/signin', headers: { 'content-type': 'application/json', 'x-tenant-id': tenantHeader }, body: signinBody },
-      [200],
-    );
-    const auth = { 'x-tenant-id': tenantHeader, authorization: `Bearer ${signin.data.token}` };
-    const ctx = { base, tenantHeader, auth, jsonAuth: { ...auth, 'content-type': 'application/json' }, service, signinBody };
+    const ctx = await signIn(ready, keyHex, service);
+    const { base } = ctx;
 
     const list = scenarios(ctx).filter((s) => !ONLY || ONLY.has(s.id));
     // Prepare each scenario and capture the service's answer to its sample request: bare Fastify
@@ -527,20 +419,7 @@ async function main() {
     await service.call('close');
   } finally {
     if (bare && bare.child.exitCode === null) bare.child.kill();
-    if (service.child.exitCode === null) {
-      await new Promise((resolve) => {
-        const timer = setTimeout(() => {
-          service.child.kill();
-          resolve();
-        }, 5000);
-        service.child.once('exit', () => {
-          clearTimeout(timer);
-          resolve();
-        });
-        if (service.child.connected) service.child.disconnect();
-      });
-    }
-    rmSync(dir, { recursive: true, force: true });
+    await stopService(service, dir);
   }
 
   const table = markdown(results);

@@ -160,7 +160,20 @@ function update(spec) {
   return requests;
 }
 
-const KINDS = { fixed, rotate, uncachedList, create, update };
+/**
+ * Several sequences in one (the soak's mixed read load): `params.parts` are specs of the kinds
+ * above; each connection sends their requests in turn (autocannon cycles through the array).
+ * `.stats()` merges the parts' counters.
+ */
+function mix(spec) {
+  const parts = spec.params.parts.map((part) => build({ headers: spec.headers, ...part }));
+  const requests = () => parts.flatMap((p) => p());
+  if (parts.some((p) => p.stats))
+    requests.stats = () => Object.assign({}, ...parts.filter((p) => p.stats).map((p) => p.stats()));
+  return requests;
+}
+
+const KINDS = { fixed, rotate, uncachedList, create, update, mix };
 
 /** A function that returns a fresh `requests` array (state shared between calls); `.stats()` optional. */
 function build(spec) {

@@ -55,11 +55,98 @@ async function main() {
   const ds = app.get(DatabaseService).dataSource;
 
   let sampler;
+  let capture = null;
   let peak = 0;
   let hwm = false;
   const commands = {
-    /** A statement of the bench's own (row counts, removing the rows the create scenario made). */
-    sql: async ({ sql }) => ds.query(sql),
+    /** A statement of the bench's own (row counts, removing the rows the create scenario made, EXPLAIN). */
+    sql: async ({ sql, params }) => ds.query(sql, params),
+    /**
+     * process.memoryUsage() of the service (the soak's RSS and heap over time); with `gc` and the
+     * service started with --expose-gc, also the heap used and the RSS after a full collection.
+     */
+    memory: async ({ gc }) => {
+      const usage = process.memoryUsage();
+      if (gc && typeof global.gc === 'function') {
+        global.gc();
+        // V8 hands the freed pages back to the system shortly after the collection, not during it.
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        const after = process.memoryUsage();
+        usage.heapUsedAfterGc = after.heapUsed;
+        usage.rssAfterGc = after.rss;
+      }
+      return usage;
+    },
+    /**
+     * Customers of tenant `tenantId` up to `total` rows (bench-curves.js): on PostgreSQL one
+     * INSERT … SELECT generate_series, elsewhere batches of 500 through the query builder; then
+     * the planner's statistics are refreshed (VACUUM ANALYZE on PostgreSQL, ANALYZE elsewhere), so
+     * EXPLAIN sees the table as it is.
+     */
+    fillCustomers: async ({ tenantId, total }) => {
+      const t0 = performance.now();
+      const live = Number(
+        (await ds.query(`SELECT COUNT(*) AS n FROM demo_customers WHERE cus_tenant_id = ${Number(tenantId)}`))[0].n,
+      );
+      const inserted = Math.max(0, total - live);
+      if (inserted > 0 && benchDb === 'postgres') {
+        await ds.query(
+          `INSERT INTO demo_customers (cus_tenant_id, cus_name, cus_email, cus_phone, cus_tier, cus_credit_limit,
+             cus_status, cus_is_deleted, cus_last_modified)
+           SELECT $1::int, 'Curve ' || g, 'curve-' || $1::int || '-' || g || '@acme.example',
+             '+1 555 ' || lpad(g::text, 7, '0'), (ARRAY['bronze','silver','gold'])[1 + g % 3], g % 100000,
+             1, false, now()
+           FROM generate_series($2::int, $3::int) AS g`,
+          [Number(tenantId), live, total - 1],
+        );
+      } else if (inserted > 0) {
+        const stamp = new Date().toISOString().replace('T', ' ').replace('Z', '');
+        for (let start = live; start < total; start += 500) {
+          const chunk = [];
+          for (let i = start; i < Math.min(total, start + 500); i++)
+            chunk.push({
+              cus_tenant_id: Number(tenantId),
+              cus_name: `Curve ${i}`,
+              cus_email: `curve-${tenantId}-${i}@acme.example`,
+              cus_phone: `+1 555 ${String(i).padStart(7, '0')}`,
+              cus_tier: ['bronze', 'silver', 'gold'][i % 3],
+              cus_credit_limit: i % 100000,
+              cus_status: 1,
+              cus_is_deleted: 0,
+              cus_last_modified: stamp,
+            });
+          await ds.createQueryBuilder().insert().into('demo_customers', Object.keys(chunk[0])).values(chunk).execute();
+        }
+      }
+      // VACUUM as autovacuum would: the visibility map lets PostgreSQL answer COUNT from an index only.
+      if (benchDb === 'postgres') await ds.query('VACUUM ANALYZE demo_customers');
+      else if (benchDb === 'sqlite') await ds.query('ANALYZE');
+      else await ds.query('ANALYZE TABLE demo_customers');
+      return { live, inserted, ms: performance.now() - t0 };
+    },
+    /**
+     * The statements the service sends while capturing (bench-curves.js: the list query, to
+     * EXPLAIN): every query runner's query() is wrapped once; statements matching `match` (a
+     * regular expression) are kept, with their parameters, until sqlCaptureStop returns them.
+     */
+    sqlCaptureStart: async ({ match }) => {
+      const proto = Object.getPrototypeOf(ds.driver.createQueryRunner('master'));
+      if (!proto.__benchWrapped) {
+        const original = proto.query;
+        proto.query = function (query, parameters, ...rest) {
+          if (capture && capture.match.test(query)) capture.statements.push({ sql: query, params: parameters ?? [] });
+          return original.call(this, query, parameters, ...rest);
+        };
+        proto.__benchWrapped = true;
+      }
+      capture = { match: new RegExp(match ?? '.', 'i'), statements: [] };
+      return {};
+    },
+    sqlCaptureStop: async () => {
+      const statements = capture?.statements ?? [];
+      capture = null;
+      return statements;
+    },
     /** Customers of tenant 1 up to 10,100 rows (the export scenarios' 10,000 rows once filtered). */
     exportRows: async ({ total }) => {
       const live = Number(
