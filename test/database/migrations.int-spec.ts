@@ -11,7 +11,7 @@ import {
 } from '../../src/database/schema';
 import { createTestDatabase, migratedDataSource, TestDatabase } from '../support/test-database';
 
-describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime)', () => {
+describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime, TenantKeyIndexes)', () => {
   let db: TestDatabase;
   let ds: DataSource;
 
@@ -105,8 +105,17 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         'RevokedTokens1795305600000',
         'ExportFiles1795392000000',
         'WorkflowRuntime1795478400000',
+        'TenantKeyIndexes1795564800000',
       ]);
-      // Newest first: WorkflowRuntime drops its table, columns and indexes only.
+      // Newest first: TenantKeyIndexes drops its indexes only.
+      const indexNames = async (table: string) =>
+        ((await qr.getTable(table))?.indices ?? []).map((i) => i.name);
+      expect(await indexNames('demo_customers')).toContain('IDX_demo_customers_cus_tenant_id_cus_id');
+      await ds.undoLastMigration({ transaction: 'each' });
+      expect(await indexNames('demo_customers')).not.toContain('IDX_demo_customers_cus_tenant_id_cus_id');
+      expect(await indexNames('demo_orders')).not.toContain('IDX_demo_orders_ord_tenant_id_ord_id');
+      expect(await indexNames('demo_customers')).toContain('IDX_demo_customers_cus_tenant_id_cus_email');
+      // Then WorkflowRuntime drops its table, columns and indexes only.
       await ds.undoLastMigration({ transaction: 'each' });
       expect(await qr.hasTable(WORKFLOW_STEP_KEYS_TABLE.name)).toBe(false);
       const queueBefore = await qr.getTable('wft_queue');
@@ -127,7 +136,9 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         'RevokedTokens1795305600000',
         'ExportFiles1795392000000',
         'WorkflowRuntime1795478400000',
+        'TenantKeyIndexes1795564800000',
       ]);
+      expect(await indexNames('demo_orders')).toContain('IDX_demo_orders_ord_tenant_id_ord_id');
       for (const def of [...TABLES, ...REVOCATION_TABLES, ...EXPORT_TABLES, WORKFLOW_STEP_KEYS_TABLE])
         expect(await qr.hasTable(def.name)).toBe(true);
       const queue = await qr.getTable('wft_queue');

@@ -2,6 +2,7 @@ import { InitialSchema1763769600000 } from './1763769600000-initial-schema';
 import { RevokedTokens1795305600000 } from './1795305600000-revoked-tokens';
 import { ExportFiles1795392000000 } from './1795392000000-export-files';
 import { WorkflowRuntime1795478400000 } from './1795478400000-workflow-runtime';
+import { TenantKeyIndexes1795564800000 } from './1795564800000-tenant-key-indexes';
 
 /** Migrations in the order they run. Never edit one that has landed; add a new one. */
 export const MIGRATIONS = [
@@ -9,4 +10,5 @@ export const MIGRATIONS = [
   RevokedTokens1795305600000,
   ExportFiles1795392000000,
   WorkflowRuntime1795478400000,
+  TenantKeyIndexes1795564800000,
 ];

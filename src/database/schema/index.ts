@@ -10,3 +10,4 @@ export * from './revocations';
 export * from './exports';
 export { toTable, toTableColumn, toTableIndex } from './to-table';
 export * from './workflow-runtime';
+export * from './tenant-indexes';
