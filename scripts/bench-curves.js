@@ -41,8 +41,7 @@
 const { randomBytes } = require('node:crypto');
 const { mkdirSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
-const { machineInfo, gitInfo } = require('./bench/report');
-const { envNumber, pinning, runLoad, request, startService, signIn, stopService } = require('./bench/harness');
+const { envNumber, pinning, runLoad, request, startService, signIn, stopService, runInfo } = require('./bench/harness');
 
 const DB = (process.env.BENCH_DB || 'postgres').toLowerCase();
 const list = (name, fallback) =>
@@ -189,10 +188,7 @@ async function main() {
   const secret = randomBytes(48).toString('base64url');
   const pin = pinning();
   const results = {
-    date: new Date().toISOString(),
-    git: gitInfo(),
-    machine: machineInfo(),
-    pinning: pin,
+    ...runInfo(pin),
     config: {
       db: DB,
       cache: process.env.BENCH_CACHE === 'redis' ? 'redis' : 'in-process',

@@ -38,8 +38,7 @@
 const { randomBytes } = require('node:crypto');
 const { mkdirSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
-const { machineInfo, gitInfo } = require('./bench/report');
-const { envNumber, pinning, spawnNode, runLoad, json, startService, signIn, stopService } = require('./bench/harness');
+const { envNumber, pinning, spawnNode, runLoad, json, startService, signIn, stopService, runInfo } = require('./bench/harness');
 
 const DURATION_S = envNumber('SOAK_DURATION_S', 300);
 const INTERVAL_S = Math.max(1, envNumber('SOAK_INTERVAL_S', 15));
@@ -207,10 +206,7 @@ async function main() {
   const secret = randomBytes(48).toString('base64url');
   const pin = pinning();
   const results = {
-    date: new Date().toISOString(),
-    git: gitInfo(),
-    machine: machineInfo(),
-    pinning: pin,
+    ...runInfo(pin),
     config: {
       db: (process.env.BENCH_DB ?? 'sqlite').toLowerCase(),
       cache: process.env.BENCH_CACHE === 'redis' ? 'redis' : 'in-process',

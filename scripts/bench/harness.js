@@ -182,4 +182,10 @@ async function stopService(service, dir, { close = false } = {}) {
   rmSync(dir, { recursive: true, force: true });
 }
 
-module.exports = { dist, envNumber, pinning, spawnNode, ipcChild, runLoad, request, json, startService, signIn, stopService };
+/** What every results file starts with: when, which commit, which machine, which cores. */
+function runInfo(pin) {
+  const { machineInfo, gitInfo } = require('./report');
+  return { date: new Date().toISOString(), git: gitInfo(), machine: machineInfo(), pinning: pin };
+}
+
+module.exports = { dist, envNumber, runInfo, pinning, spawnNode, ipcChild, runLoad, request, json, startService, signIn, stopService };
