@@ -148,9 +148,9 @@ export class InstancesRepository {
     return insertedKeyOf(dialect, result.raw);
   }
 
-  /** The tenant's instance, or undefined (another tenant's id included). */
-  async find(tenantId: string, id: number): Promise<InstanceRow | undefined> {
-    const raw = await this.select()
+  /** The tenant's instance, or undefined (another tenant's id included); in `qr`'s transaction if given. */
+  async find(tenantId: string, id: number, qr?: QueryRunner): Promise<InstanceRow | undefined> {
+    const raw = await this.select(qr)
       .where('i.wfi_id = :id AND i.wfi_tenant_id = :tenant', { id, tenant: tenantNumber(tenantId) })
       .getRawOne<Record<string, unknown>>();
     return raw ? this.toInstance(raw) : undefined;

@@ -102,7 +102,7 @@ export class WorkflowInstancesService {
       (version ?? undefined) as number | undefined,
     );
     const now = Date.now();
-    const id = await this.transitions.transaction(async (qr) => {
+    const created = await this.transitions.transaction(async (qr) => {
       const newId = await this.instances.insert(
         qr,
         {
@@ -140,12 +140,17 @@ export class WorkflowInstancesService {
         },
         now,
       );
-      return newId;
+      // Read in the transaction that created it: once committed, a worker (of any process) may
+      // claim it before this request could read it again.
+      const instance = await this.instances.find(actor.tenantId, newId, qr);
+      if (!instance) throw new Error(`Workflow instance ${newId} not readable after its insert`);
+      return instance;
     });
+    const id = created.id;
     this.wakeBus.wake();
     this.emit('workflow.started', actor, id, definition.code, { version: definition.version });
     // D33: 202 with the instance id (`instanceId`, the same as `id`) and the instance as queued.
-    return { instanceId: id, ...(await this.get(actor.tenantId, id)) };
+    return { instanceId: id, ...this.view(created, [], false) };
   }
 
   async get(tenantId: string, id: number, withNodes = false): Promise<InstanceView> {
