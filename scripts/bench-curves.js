@@ -39,8 +39,7 @@
  */
 'use strict';
 const { randomBytes } = require('node:crypto');
-const { mkdirSync, writeFileSync } = require('node:fs');
-const { join } = require('node:path');
+const { writeResults } = require('./bench/report');
 const { envNumber, pinning, runLoad, request, startService, signIn, stopService, runInfo } = require('./bench/harness');
 
 const DB = (process.env.BENCH_DB || 'postgres').toLowerCase();
@@ -321,15 +320,10 @@ async function main() {
     await stopService(service, dir, { close: !closed });
   }
 
-  const resultsDir = join(__dirname, '..', 'bench', 'results');
-  mkdirSync(resultsDir, { recursive: true });
-  const stamp = results.date.replace(/[:]/g, '-').replace(/\..*$/, '');
-  const variant = `${results.config.db}-${results.config.cache === 'in-process' ? 'memory' : results.config.cache}`;
   // A what-if run (CURVES_EXTRA_INDEXES) never replaces the latest figures of the schema as migrated.
   const kind = EXTRA_INDEXES.length ? 'curves-whatif' : 'curves';
-  const names = [`${kind}-latest`, `${stamp}-${kind}-${variant}`];
-  for (const name of names) writeFileSync(join(resultsDir, `${name}.json`), JSON.stringify(results, null, 2) + '\n');
-  out(`\nResults: ${names.map((n) => `bench/results/${n}.json`).join(', ')}\n\n${markdown(results)}\n`);
+  const names = writeResults(results, { kind, chart: null });
+  out(`\nResults: ${names.map((n) => `${n}.json`).join(', ')}\n\n${markdown(results)}\n`);
 }
 
 function markdown(r) {

@@ -36,7 +36,7 @@
  */
 'use strict';
 const { randomBytes } = require('node:crypto');
-const { mkdirSync, writeFileSync } = require('node:fs');
+const { writeResults } = require('./bench/report');
 const { join } = require('node:path');
 const { envNumber, pinning, spawnNode, runLoad, json, startService, signIn, stopService, runInfo } = require('./bench/harness');
 
@@ -346,17 +346,8 @@ async function main() {
     await stopService(service, dir, { close: !closed });
   }
 
-  const resultsDir = join(__dirname, '..', 'bench', 'results');
-  mkdirSync(resultsDir, { recursive: true });
-  const stamp = results.date.replace(/[:]/g, '-').replace(/\..*$/, '');
-  const variant = `${results.config.db}-${results.config.cache === 'in-process' ? 'memory' : results.config.cache}`;
-  const names = ['soak-latest', `${stamp}-soak-${variant}`];
-  const chart = svg(results);
-  for (const name of names) {
-    writeFileSync(join(resultsDir, `${name}.json`), JSON.stringify(results, null, 2) + '\n');
-    writeFileSync(join(resultsDir, `${name}.svg`), chart);
-  }
-  out(`\nResults: ${names.map((n) => `bench/results/${n}.{json,svg}`).join(', ')}\n\n${markdown(results)}\n`);
+  const names = writeResults(results, { kind: 'soak', chart: svg(results) });
+  out(`\nResults: ${names.map((n) => `${n}.{json,svg}`).join(', ')}\n\n${markdown(results)}\n`);
   if (!results.pass) process.exitCode = 1;
 }
 

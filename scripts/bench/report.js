@@ -121,16 +121,22 @@ function svg(results) {
   return out.join('\n') + '\n';
 }
 
-function writeResults(results) {
+/**
+ * Writes a run's JSON (and chart) under bench/results: the bench as latest, latest-<db>-<cache> and
+ * a dated copy; another kind of run (`soak`, `curves`, …) as <kind>-latest and a dated copy.
+ * `chart`: the SVG text, or null for none. Returns the paths written, without extension.
+ */
+function writeResults(results, { kind = null, chart = kind ? null : svg(results) } = {}) {
   mkdirSync(resultsDir, { recursive: true });
   const json = JSON.stringify(results, null, 2) + '\n';
-  const chart = svg(results);
   const stamp = results.date.replace(/[:]/g, '-').replace(/\..*$/, '');
   const variant = `${results.config.db}-${results.config.cache === 'in-process' ? 'memory' : results.config.cache}`;
-  const names = ['latest', `latest-${variant}`, `${stamp}-${variant}`];
+  const names = kind
+    ? [`${kind}-latest`, `${stamp}-${kind}-${variant}`]
+    : ['latest', `latest-${variant}`, `${stamp}-${variant}`];
   for (const name of names) {
     writeFileSync(join(resultsDir, `${name}.json`), json);
-    writeFileSync(join(resultsDir, `${name}.svg`), chart);
+    if (chart !== null) writeFileSync(join(resultsDir, `${name}.svg`), chart);
   }
   return names.map((n) => join('bench', 'results', n));
 }
