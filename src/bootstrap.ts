@@ -6,6 +6,7 @@ import { Logger } from 'nestjs-pino';
 import { Counter } from 'prom-client';
 import { AppModule } from './app.module';
 import { installCors } from './common/http/cors.hook';
+import { installDirectRoutes } from './common/http/direct-routes';
 import { envelopedRoutes, installEnvelope } from './common/http/envelope.hook';
 import { clientErrorHandler, frameworkErrorHandler } from './common/http/client-errors.hook';
 import { installBodyParsers } from './common/http/json-body.hook';
@@ -53,6 +54,9 @@ export async function createApp(
       return id;
     },
     forceCloseConnections: 'idle',
+    // No Nest middleware is mounted (the access line is a Fastify hook): without @fastify/middie
+    // no request pays for walking an empty middleware chain.
+    skipMiddie: true,
     return503OnClosing: true,
     // Answers Fastify and Node give before any route or filter runs, in the error envelope too:
     // undecodable or over-long path parameters (400, 414), and what Node's HTTP parser refuses
@@ -89,6 +93,7 @@ export async function createApp(
   installAccessLog(app.getHttpAdapter().getInstance(), pinoParams(config));
   // Routes are registered at init; the hook must be in place before that.
   installEnvelope(app, envelopedRoutes(app));
+  installDirectRoutes(app);
   setupSwagger(app);
   return app;
 }

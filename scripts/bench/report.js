@@ -48,7 +48,7 @@ function markdown(results) {
     `${results.date.slice(0, 10)}, commit ${results.git.commit?.slice(0, 7) ?? '?'}${results.git.srcDirty ? ' (+ local changes)' : ''}, ` +
       `${results.config.db} + ${results.config.cache} cache, ${m.cpuModel}, ${m.cores} cores, Node ${m.node}; ` +
       `${results.pinning ? `servers on CPU ${results.pinning.servers}, autocannon on CPU ${results.pinning.load}` : 'not pinned'}; ` +
-      `${results.config.connections} connections, ${results.config.warmupS} s warm-up + ${results.config.durationS} s per run; ` +
+      `${results.config.connections} connections, ${results.config.warmupS} s warm-up + ${results.config.rounds ?? 1} × ${results.config.durationS} s per server, alternating (medians); ` +
       `service start to ready ${fmtInt(results.startupMs)} ms (demo seed included).`,
   );
   lines.push('');

@@ -201,6 +201,11 @@ async function main() {
       clearInterval(sampler);
       return { rss, peak: Math.max(peak, rss), source: 'sampled' };
     },
+    // The process's CPU time so far (µs, user + system): the CPU cost of a load is the difference.
+    cpuUsage: async () => {
+      const u = process.cpuUsage();
+      return { userUs: u.user, systemUs: u.system };
+    },
     close: async () => {
       await app.close();
       if (benchDb !== 'sqlite') {

@@ -163,6 +163,33 @@ describe(installAccessLog.name, () => {
     await app.close();
   });
 
+  it('should write the line pino would write, field for field, whatever the URL and ids hold', async () => {
+    const { lines, app } = await serve();
+    const hostile = '/api/v1/things?q=%22%7D%0A"quote\\back\u2028x&page=1';
+    await app.inject({ url: hostile, headers: { 'x-request-id': 'ignored' } });
+    expect(lines).toHaveLength(1);
+    const line = JSON.parse(lines[0]);
+    // What pino itself writes for the same fields, to the same stream format.
+    const own: string[] = [];
+    pino({ level: 'info' }, { write: (t: string) => void own.push(t) }).info(
+      {
+        requestId: line.requestId,
+        tenantId: '3',
+        userId: 9,
+        req: { id: line.requestId, method: 'GET', url: line.req.url },
+        res: { statusCode: 200 },
+        responseTime: line.responseTime,
+      },
+      line.msg,
+    );
+    const expected = JSON.parse(own[0]);
+    expect({ ...line, time: 0 }).toEqual({ ...expected, time: 0 });
+    expect(Object.keys(line)).toEqual(Object.keys(expected));
+    expect(line.req.url).toContain('\\back'); // a backslash survives, escaped and read back
+    expect(typeof line.time).toBe('number');
+    await app.close();
+  });
+
   it('should write nothing below its level', async () => {
     const { lines, app } = await serve('warn');
     await app.inject({ url: '/api/v1/things?status=500' });

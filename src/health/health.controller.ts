@@ -17,7 +17,7 @@ import type { FastifyReply } from 'fastify';
 import type { AppConfig } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';
 import { NoTenant } from '../common/decorators/context.decorators';
-import { Public, RawResponse } from '../common/decorators/public.decorator';
+import { DirectRoute, Public, RawResponse } from '../common/decorators/public.decorator';
 import { CacheService } from '../cache/cache.service';
 import { DatabaseService } from '../database/database.service';
 import { ProbeChecks } from './probe-checks';
@@ -65,6 +65,7 @@ export class HealthController {
     summary: 'Liveness of the process: 200 whenever it is up; reports startupMode',
   })
   @ApiOkResponse({ schema: HEALTH_SCHEMA })
+  @DirectRoute()
   healthz(): Liveness {
     // Terminus' format (D40) built directly: liveness checks nothing that can fail, so the
     // executor's promise machinery is not needed on the most-polled route.

@@ -12,6 +12,11 @@ import { PROBE_PATHS, ReadinessService } from './readiness.service';
  * readiness gate (spec §3.3) and request metrics. Registered from the module, so every app built
  * from AppModule (tests included) has them.
  */
+function isProbe(url: string): boolean {
+  const q = url.indexOf('?');
+  return PROBE_PATHS.has(q === -1 ? url : url.slice(0, q));
+}
+
 @Injectable()
 export class HttpHooksService implements OnModuleInit {
   constructor(
@@ -29,8 +34,15 @@ export class HttpHooksService implements OnModuleInit {
     // x-request-id echo and the readiness gate. Callback style: no promise per request.
     fastify.addHook('onRequest', (request, reply, done) => {
       void reply.header('x-request-id', request.id);
-      if (this.readiness.ready || PROBE_PATHS.has(request.url.split('?', 1)[0])) {
-        requestScope.run({ requestId: request.id }, done);
+      if (this.readiness.ready) {
+        // Probes log nothing and are never gated: no scope for them (issue 14: an async-local
+        // scope costs every promise of the request a hook).
+        if (isProbe(request.url)) done();
+        else requestScope.run({ requestId: request.id }, done);
+        return;
+      }
+      if (isProbe(request.url)) {
+        done();
         return;
       }
       const err = new NotReadyError(this.readiness.snapshot());
