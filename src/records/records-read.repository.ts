@@ -9,7 +9,7 @@ import { applyOrder, OrderKey, OrderPlan, orderPlan } from './query/ordering';
 import type { QueryPermissions, RecordQuery } from './query/record-query';
 import type { RecordContext } from './record-context';
 import { scoped } from './query/select';
-import { col, readScope } from './scope';
+import { col, readScope, scopePredicates } from './scope';
 
 export type Row = Record<string, unknown>;
 
@@ -21,6 +21,8 @@ export interface ReadRow {
 }
 
 const LM = '__lm';
+/** Distinct scopes × field lists of one entity kept at most (profiles and row filters are few). */
+const MAX_STATEMENTS_PER_ENTITY = 64;
 const ID = '__id';
 
 /** A page of rows and, when asked, the number of rows the query matches. */
@@ -96,16 +98,53 @@ export class RecordsReadRepository {
     return Number(row?.total ?? 0);
   }
 
+  /**
+   * One record by key in the caller's read scope. The statement's text depends only on the data
+   * source, the entity, the scope's predicates and the fields, so it is built by the query builder
+   * once and kept (issue 14: building it was about a tenth of an uncached GET); every request still
+   * builds its scope (`scopePredicates`, the one place), whose SQL is part of the key and whose
+   * values are bound as parameters as the query builder would bind them.
+   */
   async findById(ctx: RecordContext, fields: FieldDef[], id: number): Promise<ReadRow | undefined> {
     const ds = this.dataSourceFor(ctx.entity, ctx.tenantId);
-    const qb = scoped(ds, ctx.entity, readScope(ctx, ctx.entity, ctx.policy)).andWhere(
-      `${col(ds, ctx.entity.primaryKeyColumn)} = :__id`,
-      { __id: id },
-    );
-    this.select(ds, qb, ctx.entity, fields);
-    const raw = await qb.getRawOne<Row>();
+    const rule = readScope(ctx, ctx.entity, ctx.policy);
+    const conditions = scopePredicates(ctx.entity, rule, (c) => col(ds, c));
+    const key = `${conditions.map((c) => c.sql).join(' AND ')}|${fields.map((f) => `${f.name}=${f.column}`).join(',')}`;
+    const statements = this.byIdStatements(ds, ctx.entity);
+    let sql = statements.get(key);
+    if (sql === undefined) {
+      const qb = scoped(ds, ctx.entity, rule).andWhere(`${col(ds, ctx.entity.primaryKeyColumn)} = :__id`, {
+        __id: id,
+      });
+      this.select(ds, qb, ctx.entity, fields);
+      sql = qb.getQuery();
+      if (statements.size >= MAX_STATEMENTS_PER_ENTITY) statements.clear();
+      statements.set(key, sql);
+    }
+    const params: Record<string, unknown> = { __id: id };
+    for (const c of conditions) Object.assign(params, c.params);
+    const [text, bound] = ds.driver.escapeQueryWithParameters(sql, params);
+    const rows = await ds.query<Row[]>(text, bound);
+    const raw = rows[0];
     return raw ? readRow(raw, fields, ds.driver.options.type) : undefined;
   }
+
+  /** The by-key statements of an entity on a data source (dropped with the entity on a reload). */
+  private byIdStatements(ds: DataSource, entity: EntityInfo): Map<string, string> {
+    let perSource = this.statements.get(entity);
+    if (!perSource) {
+      perSource = new WeakMap();
+      this.statements.set(entity, perSource);
+    }
+    let statements = perSource.get(ds);
+    if (!statements) {
+      statements = new Map();
+      perSource.set(ds, statements);
+    }
+    return statements;
+  }
+
+  private readonly statements = new WeakMap<EntityInfo, WeakMap<DataSource, Map<string, string>>>();
 
   /** The fields under their API names, the concurrency token and the key. */
   private select(ds: DataSource, qb: SelectQueryBuilder<Row>, entity: EntityInfo, fields: FieldDef[]): void {

@@ -140,11 +140,17 @@ async function capture(ds: DataSource, work: (repo: RecordsReadRepository) => Pr
     record(this);
     return undefined;
   });
+  // Statements built once and kept (findById) run as text through the data source.
+  const raw = jest.spyOn(ds, 'query').mockImplementation(async (sql: string, params?: unknown) => {
+    statements.push({ sql, params: (params as unknown[] | undefined) ?? [] });
+    return [];
+  });
   try {
     await work(new RecordsReadRepository({ dataSourceFor: () => ds } as unknown as ConnectionsService));
   } finally {
     many.mockRestore();
     one.mockRestore();
+    raw.mockRestore();
   }
   return statements;
 }

@@ -77,6 +77,26 @@ describe('Records core without HTTP (D47)', () => {
       expect(list.records).toHaveLength(5);
     });
 
+    it("should bind each caller's tenant to the by-key statement it keeps: another tenant reads none of acme's rows", async () => {
+      const acme = await contextFor('admin@acme.test', TENANT.acme, 'customers');
+      const globex = await contextFor('admin@globex.test', TENANT.globex, 'customers');
+      const read = t.app.get(ReadRecord);
+      const own = await read.execute(acme, 1); // builds and keeps the statement
+      expect(own).toMatchObject({ id: 1, email: 'customer1@acme.example' });
+      // The same statement text, globex's tenant bound: acme's rows are not found.
+      await expect(read.execute(globex, 1)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(read.execute(globex, 2)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      const globexRow = await ds.query<Array<{ id: number }>>(
+        `SELECT cus_id AS id FROM demo_customers WHERE cus_tenant_id = ${TENANT.globex} ORDER BY cus_id`,
+      );
+      expect(globexRow.length).toBeGreaterThan(0);
+      const theirs = await read.execute(globex, Number(globexRow[0].id));
+      expect(theirs.id).toBe(Number(globexRow[0].id));
+      await expect(read.execute(acme, Number(globexRow[0].id))).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      // And acme again, after globex used the kept statement.
+      expect(await read.execute(acme, 2)).toMatchObject({ id: 2, email: 'customer2@acme.example' });
+    });
+
     it('should stream every row exactly once in keyset batches, an insert between batches included', async () => {
       const ctx = await contextFor('admin@acme.test', TENANT.acme, 'orders');
       const seen: number[] = [];
