@@ -32,11 +32,17 @@ export const CACHE_TTL = {
   signupOtp: 600,
 } as const satisfies Record<string, number>;
 
+const KEY_SPECIAL = /[:*?[\]\\\s]/;
+const KEY_SPECIAL_ALL = /[:*?[\]\\\s]/g;
+
 function part(value: string | number | null | undefined): string {
   if (value === null || value === undefined) return 'system';
+  if (typeof value === 'number') return String(value);
   // Key parts come from configuration and validated ids; `:` and glob characters would let one
-  // key pattern match another's keys, so they are escaped.
-  return String(value).replace(/[:*?[\]\\\s]/g, (c) => `%${c.charCodeAt(0).toString(16)}`);
+  // key pattern match another's keys, so they are escaped (a test first: most parts have none).
+  return KEY_SPECIAL.test(value)
+    ? value.replace(KEY_SPECIAL_ALL, (c) => `%${c.charCodeAt(0).toString(16)}`)
+    : value;
 }
 
 export class CacheKeys {

@@ -30,4 +30,38 @@ describe(MetricsService.name, () => {
       /http_request_duration_seconds_sum\{[^}]*method="GET"[^}]*status_code="200"[^}]*\} 0\.006/,
     );
   });
+
+  it('should export cumulative buckets (le inclusive), +Inf, sum and count as prom-client does, and reset', async () => {
+    const metrics = new MetricsService(
+      { poolStats: () => undefined } as unknown as DatabaseService,
+      { store: {}, kind: 'memory' } as unknown as CacheService,
+      { snapshot: () => ({}) } as unknown as ReadinessService,
+      { cache: async () => ({ ok: true }), database: async () => ({ ok: true }) } as unknown as ProbeChecks,
+    );
+    for (const s of [0.001, 0.0011, 0.004, 0.3, 7]) metrics.observe('GET', '/healthz', 200, s);
+    const text = await metrics.registry.metrics();
+    const bucket = (le: string) => {
+      const line = text
+        .split('\n')
+        .find((l) => l.startsWith('http_request_duration_seconds_bucket{') && l.includes(`le="${le}"`));
+      return Number(line?.split(' ').pop());
+    };
+    expect([
+      bucket('0.001'),
+      bucket('0.0025'),
+      bucket('0.005'),
+      bucket('0.25'),
+      bucket('0.5'),
+      bucket('5'),
+      bucket('+Inf'),
+    ]).toEqual([1, 2, 3, 3, 4, 4, 5]);
+    expect(text).toMatch(
+      /http_request_duration_seconds_count\{method="GET",route="\/healthz",status_code="200"\} 5/,
+    );
+    expect(text).toMatch(/# TYPE http_request_duration_seconds histogram/);
+    expect(text).toMatch(/# TYPE http_requests_total counter/);
+    expect(text).toMatch(/http_requests_total\{method="GET",route="\/healthz",status_code="200"\} 5/);
+    metrics.registry.resetMetrics();
+    expect(await metrics.registry.metrics()).not.toMatch(/route="\/healthz"/);
+  });
 });

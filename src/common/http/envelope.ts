@@ -20,8 +20,21 @@ export interface ErrorBody {
   [extra: string]: unknown;
 }
 
+let stampMs = 0;
+let stampIso = '';
+
+/** The current time in ISO 8601, formatted once per millisecond however many answers share it. */
+export function nowIso(): string {
+  const now = Date.now();
+  if (now !== stampMs) {
+    stampMs = now;
+    stampIso = new Date(now).toISOString();
+  }
+  return stampIso;
+}
+
 export function meta(requestId: string): Meta {
-  return { timestamp: new Date().toISOString(), requestId };
+  return { timestamp: nowIso(), requestId };
 }
 
 /**

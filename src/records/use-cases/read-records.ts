@@ -34,6 +34,9 @@ export class ReadRecord {
 
 type OffsetRecordQuery = RecordQuery & { page: { kind: 'offset' } };
 
+/** Query texts whose list-key hashes are kept (each a few hundred bytes at most). */
+const MAX_REMEMBERED_HASHES = 2000;
+
 /** List records with offset pages and a total (spec §4.3 style 2, D27's cache). */
 @Injectable()
 export class ListRecords {
@@ -72,19 +75,23 @@ export class ListRecords {
 
   private keyOf(ctx: RecordContext, query: OffsetRecordQuery): string {
     const vars = ctx.policy.rowFilter ? rowFilterVariables(ctx.policy.rowFilter) : { userAttrs: [] };
-    const hash = createHash('sha256')
-      .update(
-        JSON.stringify({
-          query,
-          profile: ctx.profileId,
-          registry: ctx.entity.registryId,
-          user: vars.userAttrs.length > 0 ? ctx.user.userId : null,
-        }),
-      )
-      .digest('hex')
-      .slice(0, 32);
+    const text = JSON.stringify({
+      query,
+      profile: ctx.profileId,
+      registry: ctx.entity.registryId,
+      user: vars.userAttrs.length > 0 ? ctx.user.userId : null,
+    });
+    // The same pages are asked for again and again: their hashes are remembered (bounded).
+    let hash = this.hashes.get(text);
+    if (hash === undefined) {
+      hash = createHash('sha256').update(text).digest('hex').slice(0, 32);
+      if (this.hashes.size >= MAX_REMEMBERED_HASHES) this.hashes.clear();
+      this.hashes.set(text, hash);
+    }
     return this.cache.keys.entityList(ctx.tenantId, ctx.entity.code, hash);
   }
+
+  private readonly hashes = new Map<string, string>();
 
   private async load(ctx: RecordContext, query: OffsetRecordQuery): Promise<ListResult> {
     const fields = readFields(ctx.entity, ctx.policy);
