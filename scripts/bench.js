@@ -240,6 +240,12 @@ function scenarios(ctx) {
         const sampleRow = rows.pop();
         return {
           spec: { kind: 'update', headers: jsonAuth, params: { rows, pathPrefix: '/api/v1/customers/' } },
+          // Each round's load runner starts from the rows as they are now: read them again, so the
+          // first save of a row carries its current lastModified (the previous round changed it).
+          beforeService: async () => {
+            for (let i = 0; i < rows.length; i++)
+              rows[i] = (await json(base, { path: `/api/v1/customers/${rows[i].id}`, headers: auth }, [200])).data;
+          },
           sample: {
             method: 'PUT',
             path: `/api/v1/customers/${sampleRow.id}`,
