@@ -6,7 +6,7 @@ import { Logger } from 'nestjs-pino';
 import { Counter } from 'prom-client';
 import { AppModule } from './app.module';
 import { installCors } from './common/http/cors.hook';
-import { installDirectRoutes } from './common/http/direct-routes';
+import { installDirectRoutes } from './common/http/direct-routes.hook';
 import { envelopedRoutes, installEnvelope } from './common/http/envelope.hook';
 import { clientErrorHandler, frameworkErrorHandler } from './common/http/client-errors.hook';
 import { installBodyParsers } from './common/http/json-body.hook';

@@ -4,14 +4,19 @@ import { MetricsService } from './metrics.service';
 import type { ProbeChecks } from './probe-checks';
 import type { ReadinessService } from './readiness.service';
 
+/** The service with stand-ins for what only its gauges read. */
+function metricsService(): MetricsService {
+  return new MetricsService(
+    { poolStats: () => undefined } as unknown as DatabaseService,
+    { store: {}, kind: 'memory' } as unknown as CacheService,
+    { snapshot: () => ({}) } as unknown as ReadinessService,
+    { cache: async () => ({ ok: true }), database: async () => ({ ok: true }) } as unknown as ProbeChecks,
+  );
+}
+
 describe(MetricsService.name, () => {
   it('should count and time every request under its own method, route and status', async () => {
-    const metrics = new MetricsService(
-      { poolStats: () => undefined } as unknown as DatabaseService,
-      { store: {}, kind: 'memory' } as unknown as CacheService,
-      { snapshot: () => ({}) } as unknown as ReadinessService,
-      { cache: async () => ({ ok: true }), database: async () => ({ ok: true }) } as unknown as ProbeChecks,
-    );
+    const metrics = metricsService();
     metrics.observe('GET', '/api/v1/:entity_code', 200, 0.002);
     metrics.observe('GET', '/api/v1/:entity_code', 200, 0.004);
     metrics.observe('GET', '/api/v1/:entity_code', 404, 0.001);
@@ -32,12 +37,7 @@ describe(MetricsService.name, () => {
   });
 
   it('should export cumulative buckets (le inclusive), +Inf, sum and count as prom-client does, and reset', async () => {
-    const metrics = new MetricsService(
-      { poolStats: () => undefined } as unknown as DatabaseService,
-      { store: {}, kind: 'memory' } as unknown as CacheService,
-      { snapshot: () => ({}) } as unknown as ReadinessService,
-      { cache: async () => ({ ok: true }), database: async () => ({ ok: true }) } as unknown as ProbeChecks,
-    );
+    const metrics = metricsService();
     for (const s of [0.001, 0.0011, 0.004, 0.3, 7]) metrics.observe('GET', '/healthz', 200, s);
     const text = await metrics.registry.metrics();
     const bucket = (le: string) => {

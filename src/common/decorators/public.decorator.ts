@@ -14,7 +14,7 @@ export const DIRECT_ROUTE = 'mtb:directRoute';
 /**
  * The handler needs nothing of Nest's request pipeline: it is public, tenant-free and raw (checked
  * at start-up), takes no argument and returns its answer synchronously. Fastify then calls it
- * straight from the route (common/http/direct-routes.ts), without the guard, pipe and interceptor
+ * straight from the route (common/http/direct-routes.hook.ts), without the guard, pipe and interceptor
  * consumers that every guard of which would let it through anyway. For the most-polled route,
  * /healthz (issue 14).
  */

@@ -10,7 +10,8 @@ import { Enveloped, serializedSuccessBody, successBody } from './envelope';
 /** `METHOD /path/:param` as Fastify reports a matched route (request.routeOptions). */
 export type RouteKey = string;
 
-function routePath(...parts: string[]): string {
+/** `/a/b` from path parts as controllers declare them (leading and trailing slashes dropped). */
+export function routePath(...parts: string[]): string {
   return (
     '/' +
     parts

@@ -5,18 +5,9 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { NO_TENANT } from '../decorators/context.decorators';
 import { DIRECT_ROUTE, IS_PUBLIC, RAW_RESPONSE } from '../decorators/public.decorator';
+import { routePath } from './envelope.hook';
 
 type DirectHandler = () => unknown;
-
-function routePath(...parts: string[]): string {
-  return (
-    '/' +
-    parts
-      .map((p) => p.replace(/^\/+|\/+$/g, ''))
-      .filter(Boolean)
-      .join('/')
-  );
-}
 
 /**
  * The @DirectRoute() handlers of the application by `METHOD /path`, bound to their controller

@@ -3,7 +3,7 @@ import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { NoTenant } from '../decorators/context.decorators';
 import { DirectRoute, Public, RawResponse } from '../decorators/public.decorator';
-import { directRoutes, installDirectRoutes } from './direct-routes';
+import { directRoutes, installDirectRoutes } from './direct-routes.hook';
 
 /** Counts the requests the Nest pipeline saw (a global guard, as the application's are). */
 @Injectable()
