@@ -1,13 +1,22 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { createTransport } from 'nodemailer';
+import type * as Nodemailer from 'nodemailer';
 import { errorMessage } from '../cache/cache.service';
 import { AppError } from '../common/errors/app-error';
 import type { AppConfig } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';
+import { lazyModule } from '../common/lazy-module';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded when the first mail is sent
+const nodemailer = lazyModule<typeof Nodemailer>(() => require('nodemailer'));
 
 /** SMTP from SMTP_URL, with timeouts short enough that a dead server fails a request, not hangs it. */
 function smtpTransport(url: string) {
-  return createTransport({ url, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 });
+  return nodemailer().createTransport({
+    url,
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 30_000,
+  });
 }
 
 export interface Mail {

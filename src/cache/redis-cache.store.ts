@@ -1,5 +1,9 @@
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
+import { lazyModule } from '../common/lazy-module';
 import { CacheStore } from './cache-store';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the embedded default never loads it
+const ioredis = lazyModule<typeof Redis>(() => require('ioredis'));
 
 /**
  * Redis through ioredis (D2). Commands fail fast while disconnected (no offline queue) so that a
@@ -12,7 +16,7 @@ export class RedisCacheStore implements CacheStore {
   readonly connectTimeoutMs = 5000;
 
   constructor(url: string) {
-    this.client = new Redis(url, {
+    this.client = new (ioredis())(url, {
       lazyConnect: true,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,

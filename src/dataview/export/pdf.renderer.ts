@@ -1,7 +1,11 @@
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
-import PDFDocument from 'pdfkit';
+import type PDFDocumentClass from 'pdfkit';
+import { lazyModule } from '../../common/lazy-module';
 import { displayText, ExportColumn, ExportInput, ExportRenderer } from './export-model';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on the first PDF export
+const pdfkit = lazyModule<typeof PDFDocumentClass>(() => require('pdfkit'));
 
 const MARGIN = 36;
 const FONT_SIZE = 8;
@@ -34,7 +38,7 @@ export class PdfRenderer implements ExportRenderer {
 
   async render(input: ExportInput, out: Writable): Promise<void> {
     const { columns, meta, written } = input;
-    const doc = new PDFDocument({
+    const doc = new (pdfkit())({
       size: 'A4',
       layout: 'landscape',
       margin: MARGIN,

@@ -1,7 +1,11 @@
-import ExcelJS from 'exceljs';
+import type ExcelJSModule from 'exceljs';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
+import { lazyModule } from '../../common/lazy-module';
 import { ExportInput, ExportRenderer, neutralized, textOf, typedCell } from './export-model';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on the first XLSX export
+const exceljs = lazyModule<typeof ExcelJSModule>(() => require('exceljs'));
 
 /** Pixels per character of an Excel column width (spec: columnWidth / 7). */
 const PX_PER_CHAR = 7;
@@ -20,7 +24,7 @@ export class XlsxRenderer implements ExportRenderer {
   async render(input: ExportInput, out: Writable): Promise<void> {
     const { columns, meta, written } = input;
     const finished = once(out, 'finish');
-    const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useStyles: true });
+    const workbook = new (exceljs().stream.xlsx.WorkbookWriter)({ stream: out, useStyles: true });
     workbook.creator = meta.exportedBy;
     workbook.created = meta.exportedAt;
     const sheet = workbook.addWorksheet('Data', { views: [{ state: 'frozen', xSplit: 0, ySplit: 1 }] });
