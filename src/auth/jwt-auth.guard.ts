@@ -18,6 +18,9 @@ export const TOKEN_STATE_UNAVAILABLE_EVENT = 'auth.token_state.unavailable';
 /** Logged once when a lookup succeeds again, with the count of requests refused meanwhile. */
 export const TOKEN_STATE_RECOVERED_EVENT = 'auth.token_state.recovered';
 
+/** A token's revocation and its user's state, as the guard checks them. */
+type TokenState = { revoked: true; state: undefined } | { revoked: false; state: UserState };
+
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/;
 
 /**
@@ -40,7 +43,7 @@ export class JwtAuthGuard implements CanActivate {
     private readonly revocations: RevocationService,
   ) {}
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     const policy = routePolicy(context);
     if (policy.isPublic) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
@@ -53,7 +56,22 @@ export class JwtAuthGuard implements CanActivate {
     if (!request.tenant || claims.tenantId !== request.tenant.id) {
       throw new AuthorizationError('Token belongs to another tenant', 'TENANT_MISMATCH');
     }
-    const { revoked, state } = await this.tokenState(claims);
+    // Token and user state held in memory are checked without a promise; else they are read.
+    const held = this.heldTokenState(claims);
+    if (held) return this.admit(request, policy.permission, claims, issuedAtMs, held);
+    return this.tokenState(claims).then((known) =>
+      this.admit(request, policy.permission, claims, issuedAtMs, known),
+    );
+  }
+
+  /** The checks on the token's state, then the route's permission; the user is the request's. */
+  private admit(
+    request: FastifyRequest,
+    required: string | undefined,
+    claims: AuthUser,
+    issuedAtMs: number,
+    { revoked, state }: TokenState,
+  ): true {
     if (revoked) throw new AppError('TOKEN_REVOKED', 'Token has been revoked');
     if (!state.active) throw new AppError('TOKEN_INVALID', 'User is not active');
     // D46: every token of the user issued before this instant was revoked (a password change).
@@ -68,13 +86,25 @@ export class JwtAuthGuard implements CanActivate {
       roles: state.roleCodes,
       permissions: state.permissions,
     };
-    const required = policy.permission;
     if (required && !hasPermission(user.permissions, required)) {
       throw new AuthorizationError(`Permission ${required} required`);
     }
     request.user = user;
-    setLogContext({ userId: user.userId });
+    setLogContext(request, { userId: user.userId });
     return true;
+  }
+
+  /**
+   * The token's state when this process's cache holds both parts (the revocation flag and the
+   * user's state), without a promise; undefined when a read is needed (tokenState).
+   */
+  private heldTokenState(claims: AuthUser): TokenState | undefined {
+    const revoked = this.cache.peekShared<unknown>(this.cache.keys.revokedToken(claims.jti));
+    // Known to be revoked: refused without asking anything else, as tokenState does.
+    if (revoked === true) return { revoked: true, state: undefined };
+    if (revoked !== false) return undefined;
+    const state = this.cache.peekShared<unknown>(this.cache.keys.userState(claims.tenantId, claims.userId));
+    return isUserState(state) ? { revoked: false, state } : undefined;
   }
 
   /**
@@ -83,9 +113,7 @@ export class JwtAuthGuard implements CanActivate {
    * cannot answer either, nobody can say whether the token is still good: 503
    * DATABASE_UNAVAILABLE, never an accepted token (fail closed).
    */
-  private async tokenState(
-    claims: AuthUser,
-  ): Promise<{ revoked: true; state: undefined } | { revoked: false; state: UserState }> {
+  private async tokenState(claims: AuthUser): Promise<TokenState> {
     const stateKey = this.cache.keys.userState(claims.tenantId, claims.userId);
     const [cachedRevoked, cachedState] = await this.cache.getManyShared<unknown>([
       this.cache.keys.revokedToken(claims.jti),

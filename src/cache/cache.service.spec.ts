@@ -107,3 +107,46 @@ describe(`${CacheService.name} outage logging`, () => {
     }
   });
 });
+
+/** The synchronous reads the request guards try first (issue 14). */
+describe(`${CacheService.name} peekText and peekShared (in-process store)`, () => {
+  let now = 1_000_000;
+  let cache: CacheService;
+
+  beforeEach(() => {
+    cache = new CacheService({ cache: { url: undefined, keyPrefix: 'spec' } } as unknown as AppConfig);
+    // The store with a clock of the test's own, so expiry can be stepped over.
+    (cache as unknown as { store: MemoryCacheStore }).store = new MemoryCacheStore(60_000, () => now);
+  });
+
+  afterEach(async () => {
+    await cache.onApplicationShutdown();
+  });
+
+  it('should answer what getText and getShared answer for a held key, without a promise', async () => {
+    await cache.setJson('spec:tenant:1', { name: 'Acme' }, 60);
+    expect(cache.peekText('spec:tenant:1')).toBe(await cache.getText('spec:tenant:1'));
+    const held = cache.peekShared<{ name: string }>('spec:tenant:1');
+    expect(held).toEqual({ name: 'Acme' });
+    expect(held).toBe(await cache.getShared('spec:tenant:1')); // the same shared, frozen value
+    expect(Object.isFrozen(held)).toBe(true);
+  });
+
+  it('should answer undefined for a missing, an expired and an unparsable key (the async path decides)', async () => {
+    expect(cache.peekText('spec:none')).toBeUndefined();
+    await cache.setJson('spec:short', 1, 5);
+    now += 5_000;
+    expect(cache.peekText('spec:short')).toBeUndefined();
+    await cache.setText('spec:bad', '{not json', 60);
+    expect(cache.peekText('spec:bad')).toBe('{not json');
+    expect(() => cache.peekShared('spec:bad')).not.toThrow();
+    expect(cache.peekShared('spec:bad')).toBeUndefined();
+  });
+
+  it('should see a deletion at once', async () => {
+    await cache.setJson('spec:tenant:2', { name: 'Globex' }, 60);
+    expect(cache.peekShared('spec:tenant:2')).toEqual({ name: 'Globex' });
+    await cache.delete(['spec:tenant:2']);
+    expect(cache.peekShared('spec:tenant:2')).toBeUndefined();
+  });
+});

@@ -114,6 +114,33 @@ export class CacheService implements OnApplicationShutdown {
   }
 
   /**
+   * The text this process holds for `key` right now — the in-process store's, or with Redis the
+   * local tier's — without a promise; undefined when only an asynchronous read can tell (not held
+   * here, or a miss). A hit is the answer getText would give. Request guards try it first, so a
+   * request whose tenant, token state, registry entry and profile are held in memory creates no
+   * promise for them (issue 14: with the async-local scope every promise costs a hook).
+   */
+  peekText(key: string): string | undefined {
+    if (this.tier) return this.tier.holds(key) ? this.tier.get(key) : undefined;
+    return this.store instanceof MemoryCacheStore ? this.store.peek(key) : undefined;
+  }
+
+  /**
+   * getShared without a promise, for a value held in this process (peekText); else undefined. A
+   * held text that does not parse is undefined too: the caller's asynchronous path then meets it
+   * and handles it as it always has (a warning and the database, spec §4.3 rule 9).
+   */
+  peekShared<T>(key: string): Readonly<T> | undefined {
+    const raw = this.peekText(key);
+    if (raw === undefined) return undefined;
+    try {
+      return this.shared<T>(key, raw);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
    * A value as the JSON text it is stored as, unparsed: what a route that answers the value as it
    * is (a cached list page) sends without parsing and serializing it again.
    */

@@ -65,6 +65,11 @@ export class MemoryCacheStore implements CacheStore {
     return keys.map((k) => this.live(k)?.value ?? null);
   }
 
+  /** get() without a promise: the value, or undefined when missing or expired. */
+  peek(key: string): string | undefined {
+    return this.live(key)?.value;
+  }
+
   async get(key: string): Promise<string | null> {
     return this.live(key)?.value ?? null;
   }

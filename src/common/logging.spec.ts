@@ -11,7 +11,7 @@ import {
   setLogContext,
 } from './logging';
 import type { AuthUser } from './request-context';
-import { requestScope } from './request-scope';
+import { requestScope, type RequestScope } from './request-scope';
 
 describe(QuietFrameworkLogger.name, () => {
   function recorder() {
@@ -75,10 +75,14 @@ describe(pinoParams.name, () => {
       params.pinoHttp as LoggerOptions,
       (params.pinoHttp as { stream: DestinationStream }).stream,
     );
-    await requestScope.run({ requestId: 'req-1' }, async () => {
-      setLogContext({ tenantId: '3' });
+    // As the HTTP hook does: the scope object kept on the request, where the guards add to it.
+    const scope: RequestScope = { requestId: 'req-1' };
+    const request = { logScope: scope };
+    await requestScope.enter(scope, async () => {
+      setLogContext(request, { tenantId: '3' });
       await new Promise((r) => setImmediate(r));
-      setLogContext({ userId: 9 });
+      // A caller without the request's scope at hand: found through the async-local store.
+      setLogContext({}, { userId: 9 });
       // As entity-audit does: a service naming the request's keys itself.
       logger.info(
         { event: 'entity.created', requestId: 'req-1', tenantId: '3', userId: 9 },

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Params } from 'nestjs-pino';
 import { pino, type DestinationStream, type TransportSingleOptions } from 'pino';
 import type { AppConfig } from '../config/config.schema';
-import { requestScope } from './request-scope';
+import { requestScope, type RequestScope } from './request-scope';
 
 /** Paths whose requests are not logged: probes and metrics scrapes (STYLE). */
 const QUIET_PATHS = new Set(['/healthz', '/readyz', '/livez', '/metrics']);
@@ -132,8 +132,9 @@ export interface LogContext {
  * Adds the tenant (TenantGuard) or the user (JwtAuthGuard) to the async-local scope, so that every
  * later line of the request carries them. The access line reads them from the request itself.
  */
-export function setLogContext(ctx: LogContext): void {
-  requestScope.set(ctx);
+export function setLogContext(request: { logScope?: RequestScope }, ctx: LogContext): void {
+  if (request.logScope) Object.assign(request.logScope, ctx);
+  else requestScope.set(ctx);
 }
 
 /** The log fields of the async-local scope (a request, or a worker's job). */

@@ -23,6 +23,15 @@ export const requestScope = {
     return storage.run({ ...scope }, work);
   },
 
+  /**
+   * Runs `work` inside `scope` itself, not a copy: the HTTP hook keeps the object on the request,
+   * and the guards add the tenant and the user to it there (setLogContext) without looking the
+   * scope up through async_hooks on every request.
+   */
+  enter<T>(scope: RequestScope, work: () => T): T {
+    return storage.run(scope, work);
+  },
+
   /** The scope of the code running now, if any. */
   current(): RequestScope | undefined {
     return storage.getStore();

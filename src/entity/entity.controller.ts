@@ -99,7 +99,10 @@ export class EntityController {
   @ApiListQuery()
   @ApiOkResponse({ description: 'A page of records (spec §2.15)', schema: LIST_SCHEMA })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'NOT_IMPLEMENTED')
-  list(@RecordCtx() ctx: RecordContext, @ListQuery() query: OffsetQuery): Promise<SerializedJson> {
+  list(
+    @RecordCtx() ctx: RecordContext,
+    @ListQuery() query: OffsetQuery,
+  ): SerializedJson | Promise<SerializedJson> {
     // The page as JSON text: a cached page is answered as the bytes the cache holds.
     return this.listRecords.executeSerialized(ctx, query);
   }

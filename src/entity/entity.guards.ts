@@ -5,6 +5,7 @@ import { canPerform, maintainedByAllows } from '../profile/access/can-perform';
 import { AppError, AuthorizationError, ValidationError } from '../common/errors/app-error';
 import { entityCodeOf, ProfileLoaderService, profileNotFound } from '../profile/profile-loader.service';
 import { RegistryService } from '../registry/registry.service';
+import type { EntityInfo } from '../registry/registry.types';
 import type { RecordAction as EntityAction } from '../profile/access/can-perform';
 
 export const ENTITY_ACTION = 'mtb:entityAction';
@@ -30,20 +31,28 @@ function routeAction(reflector: Reflector, handler: object): EntityAction | unde
 export class EntityInfoGuard implements CanActivate {
   constructor(private readonly registry: RegistryService) {}
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
+  canActivate(context: ExecutionContext): true | Promise<true> {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     const code = entityCodeOf(request);
     // Profile loader rule 1.
     if (!code) throw new ValidationError('Entity code is required in the path');
     if (!ENTITY_CODE.test(code) || !request.tenant) throw profileNotFound(`Entity ${code} not found`, code);
-    const entity = await this.registry.resolve(request.tenant.id, code);
-    if (!entity) throw profileNotFound(`Entity ${code} not found`, code);
-    if (!entity.supported) {
-      throw new AppError('NOT_IMPLEMENTED', `Entity ${code} is served by an unsupported database type (D26)`);
-    }
-    request.entity = entity;
-    return true;
+    // An entry held in memory is used without a promise; else the registry resolves it.
+    const held = this.registry.peek(request.tenant.id, code);
+    if (held !== undefined) return admitEntity(request, code, held ?? undefined);
+    return this.registry
+      .resolve(request.tenant.id, code)
+      .then((entity) => admitEntity(request, code, entity));
   }
+}
+
+function admitEntity(request: FastifyRequest, code: string, entity: EntityInfo | undefined): true {
+  if (!entity) throw profileNotFound(`Entity ${code} not found`, code);
+  if (!entity.supported) {
+    throw new AppError('NOT_IMPLEMENTED', `Entity ${code} is served by an unsupported database type (D26)`);
+  }
+  request.entity = entity;
+  return true;
 }
 
 /** Chain step 3: the profile loader (spec §4.3 rules 1-10), its `middleware()` with the defaults. */
@@ -51,13 +60,21 @@ export class EntityInfoGuard implements CanActivate {
 export class ProfileLoaderGuard implements CanActivate {
   private readonly loadProfile: (request: FastifyRequest) => Promise<void>;
 
-  constructor(loader: ProfileLoaderService) {
+  constructor(private readonly loader: ProfileLoaderService) {
     this.loadProfile = loader.middleware();
   }
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
-    await this.loadProfile(context.switchToHttp().getRequest<FastifyRequest>());
-    return true;
+  canActivate(context: ExecutionContext): true | Promise<true> {
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    // After step 2 with a user: a profile held in memory is used without a promise (what the
+    // middleware would attach); anything else goes through the middleware's rules.
+    const { entity, tenant, user } = request;
+    const held = entity && tenant && user ? this.loader.peekLoaded(entity, tenant.id) : undefined;
+    if (held) {
+      request.profile = held;
+      return true;
+    }
+    return this.loadProfile(request).then(() => true as const);
   }
 }
 
@@ -112,10 +129,21 @@ export class EntityChainGuard implements CanActivate {
     private readonly entityAccess: EntityAccessGuard,
   ) {}
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
-    // Each step answers true or throws the refusal.
-    await this.entityInfo.canActivate(context);
-    await this.profileLoader.canActivate(context);
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
+    // Each step answers true or throws the refusal; a step answers without a promise when what it
+    // needs is held in memory, and the chain stays synchronous as long as they do.
+    const info = this.entityInfo.canActivate(context);
+    return info === true ? this.fromProfile(context) : info.then(() => this.fromProfile(context));
+  }
+
+  private fromProfile(context: ExecutionContext): boolean | Promise<boolean> {
+    const profile = this.profileLoader.canActivate(context);
+    return profile === true
+      ? this.access(context)
+      : Promise.resolve(profile).then(() => this.access(context));
+  }
+
+  private access(context: ExecutionContext): true {
     this.maintainedBy.canActivate(context);
     this.entityAccess.canActivate(context);
     return true;

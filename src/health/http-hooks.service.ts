@@ -38,7 +38,11 @@ export class HttpHooksService implements OnModuleInit {
         // Probes log nothing and are never gated: no scope for them (issue 14: an async-local
         // scope costs every promise of the request a hook).
         if (isProbe(request.url)) done();
-        else requestScope.run({ requestId: request.id }, done);
+        else {
+          const scope = { requestId: request.id, tenantId: undefined, userId: undefined };
+          request.logScope = scope;
+          requestScope.enter(scope, done);
+        }
         return;
       }
       if (isProbe(request.url)) {

@@ -129,6 +129,18 @@ export class ProfileLoaderService {
     };
   }
 
+  /**
+   * load() with the defaults (cache on) for a resolved entity, without a promise, when this
+   * process's cache holds a usable profile entry; undefined when only load() can tell (a miss, or
+   * an entry load() would warn about).
+   */
+  peekLoaded(entity: EntityInfo, tenantId: string): LoadedProfile | undefined {
+    if (!tenantId) return undefined;
+    const hit = this.cache.peekShared<unknown>(this.cache.keys.profileRequest(tenantId, entity.code));
+    if (hit === undefined || !isCachedProfile(hit)) return undefined;
+    return { ...hit, entity, meta: { ...hit.meta, source: 'redis', cached: true } };
+  }
+
   /** Rule 11 `loadProfile`: the profile, or null when the entity or its profile does not exist. */
   async loadProfile(options: LoadProfileOptions): Promise<LoadedProfile | null> {
     try {

@@ -33,6 +33,17 @@ export class RegistryService {
     private readonly cache: CacheService,
   ) {}
 
+  /**
+   * resolve() without a promise when this process's cache holds the entry: the entity, null when it
+   * is known to be unknown or unusable, undefined when only resolve() can tell.
+   */
+  peek(tenantId: string, code: string): EntityInfo | null | undefined {
+    if (!TENANT_ID.test(tenantId) || !isEntityCode(code)) return null;
+    const cached = this.cache.peekShared<CachedEntity>(this.cache.keys.config('registry', tenantId, code));
+    if (cached && typeof cached === 'object' && 'info' in cached) return cached.info ?? null;
+    return undefined;
+  }
+
   /** The entity `code` as tenant `tenantId` sees it; undefined when unknown or unusable. */
   async resolve(tenantId: string, code: string): Promise<EntityInfo | undefined> {
     // Codes come from URLs: one that cannot be a registry code neither reaches the database nor

@@ -14,6 +14,14 @@ export class TenantLookupService {
     private readonly cache: CacheService,
   ) {}
 
+  /**
+   * The tenant as this process holds it in the cache, without a promise: the row, null for a
+   * remembered unknown tenant, undefined when only findById can tell.
+   */
+  peek(id: string): Readonly<TenantRow> | null | undefined {
+    return this.cache.peekShared<TenantRow | null>(this.cache.keys.tenant(id));
+  }
+
   async findById(id: string): Promise<TenantRow | undefined> {
     const key = this.cache.keys.tenant(id);
     const cached = await this.cache.getShared<TenantRow | null>(key);

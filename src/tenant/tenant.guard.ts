@@ -6,7 +6,7 @@ import { setLogContext } from '../common/logging';
 import { TenantHeaderError, TenantHeaderFailure } from './tenant-header.crypto';
 import { TenantHeaderService } from './tenant-header.service';
 import { TenantLookupService } from './tenant-lookup.service';
-import { isTenantActive } from './tenants.repository';
+import { isTenantActive, type TenantRow } from './tenants.repository';
 
 const HEADER_MESSAGES: Record<TenantHeaderFailure, string> = {
   required: 'x-tenant-id header is required',
@@ -29,7 +29,7 @@ export class TenantGuard implements CanActivate {
     private readonly tenants: TenantLookupService,
   ) {}
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     const policy = routePolicy(context);
     if (policy.noTenant) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
@@ -42,17 +42,21 @@ export class TenantGuard implements CanActivate {
       throw err;
     }
 
-    const tenant = await this.tenants.findById(tenantId);
+    // A tenant held in memory is checked without a promise; else it is read (cache, database).
+    const held = this.tenants.peek(tenantId);
+    if (held !== undefined) return this.admit(request, policy.feature, held ?? undefined);
+    return this.tenants.findById(tenantId).then((tenant) => this.admit(request, policy.feature, tenant));
+  }
+
+  /** The tenant must exist, be active and have the route's feature; then it is the request's. */
+  private admit(request: FastifyRequest, feature: string | undefined, tenant: TenantRow | undefined): true {
     if (!tenant) throw new NotFoundError('Tenant not found', { 'x-tenant-id': 'unknown_tenant' });
     if (!isTenantActive(tenant)) throw new AuthorizationError('Tenant is not active');
-
-    const feature = policy.feature;
     if (feature && tenant.features[feature] === false) {
       throw new AuthorizationError(`Feature ${feature} is disabled for this tenant`, 'FEATURE_DISABLED');
     }
-
     request.tenant = { id: tenant.id, code: tenant.code, name: tenant.name, features: tenant.features };
-    setLogContext({ tenantId: tenant.id });
+    setLogContext(request, { tenantId: tenant.id });
     return true;
   }
 }

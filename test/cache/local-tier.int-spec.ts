@@ -73,6 +73,21 @@ describe('In-process tier in front of Redis, across instances', () => {
     expect(b.tier?.versionOf(key)).toBeDefined();
   });
 
+  it('should answer peekText from the tier only: undefined until read once, the held copy after, nothing after a deletion', async () => {
+    const key = `${prefix}:tenant:7`;
+    await a.setJson(key, { name: 'Initech' }, 60);
+    expect(b.peekText(key)).toBeUndefined(); // in Redis, not yet in b's process
+    expect(await b.getJson(key)).toEqual({ name: 'Initech' });
+    expect(b.peekShared(key)).toEqual({ name: 'Initech' });
+    await a.delete([key]);
+    await waitFor(async () => b.peekText(key) === undefined, 5000, 10);
+    // A list page is never held in process: peek leaves it to Redis.
+    const page = `${prefix}:list:1:customers:abc`;
+    await a.setText(page, '{"records":[]}', 60);
+    expect(await b.getText(page)).toBe('{"records":[]}');
+    expect(b.peekText(page)).toBeUndefined();
+  });
+
   it('should make another instance serve a changed value within 100 ms (measured over 50 changes)', async () => {
     const key = `${prefix}:prf:1:customers`;
     await a.setJson(key, { v: -1 }, 60);

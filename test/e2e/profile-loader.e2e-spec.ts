@@ -183,10 +183,12 @@ describe('Profile loader (spec §4.3 rules 1-11, D20)', () => {
 
   async function guardError(request: Record<string, unknown>): Promise<AppError> {
     const guard = t.app.get(ProfileLoaderGuard);
-    const err: unknown = await guard.canActivate(fakeContext(request)).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const err: unknown = await Promise.resolve()
+      .then(() => guard.canActivate(fakeContext(request)))
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(AppError);
     return err as AppError;
   }

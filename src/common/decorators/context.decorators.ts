@@ -3,12 +3,15 @@ import type { FastifyRequest } from 'fastify';
 import { AuthorizationError } from '../errors/app-error';
 import { ApiProtected, ApiTenantOnly } from '../http/api-docs';
 import type { AuthUser, TenantContext } from '../request-context';
+import type { RequestScope } from '../request-scope';
 
 /** What the guards put on the request: the tenant (TenantGuard) and the user (JwtAuthGuard). */
 declare module 'fastify' {
   interface FastifyRequest {
     tenant?: TenantContext;
     user?: AuthUser;
+    /** The request's async-local log scope (health/http-hooks.service.ts), where guards add to it. */
+    logScope?: RequestScope;
   }
 }
 

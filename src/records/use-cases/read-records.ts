@@ -64,8 +64,19 @@ export class ListRecords {
    * The same page as JSON text, for a route that answers it as it is: a cached page is sent as
    * the bytes the cache holds, never parsed and serialized again.
    */
-  async executeSerialized(ctx: RecordContext, query: OffsetRecordQuery): Promise<SerializedJson> {
+  executeSerialized(ctx: RecordContext, query: OffsetRecordQuery): SerializedJson | Promise<SerializedJson> {
     const key = this.keyOf(ctx, query);
+    // A page held in this process is answered without a promise.
+    const held = this.cache.peekText(key);
+    if (held !== undefined) return new SerializedJson(held);
+    return this.loadSerialized(ctx, query, key);
+  }
+
+  private async loadSerialized(
+    ctx: RecordContext,
+    query: OffsetRecordQuery,
+    key: string,
+  ): Promise<SerializedJson> {
     const cached = await this.cache.getText(key);
     if (cached !== undefined) return new SerializedJson(cached);
     const text = JSON.stringify(await this.load(ctx, query));
