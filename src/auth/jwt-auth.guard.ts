@@ -21,6 +21,9 @@ export const TOKEN_STATE_RECOVERED_EVENT = 'auth.token_state.recovered';
 /** A token's revocation and its user's state, as the guard checks them. */
 type TokenState = { revoked: true; state: undefined } | { revoked: false; state: UserState };
 
+/** Synchronous reads of token state: the in-process store only, never Redis's local tier. */
+const STORE_ONLY = { tier: false } as const;
+
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/;
 
 /**
@@ -95,15 +98,20 @@ export class JwtAuthGuard implements CanActivate {
   }
 
   /**
-   * The token's state when this process's cache holds both parts (the revocation flag and the
-   * user's state), without a promise; undefined when a read is needed (tokenState).
+   * The token's state when the in-process store (the embedded default's cache) holds both parts —
+   * the revocation flag and the user's state — without a promise; undefined when a read is needed
+   * (tokenState). Never Redis's local tier: with Redis, both are read from Redis or the database on
+   * every request, as tokenState does, so an outage fails closed (D46).
    */
   private heldTokenState(claims: AuthUser): TokenState | undefined {
-    const revoked = this.cache.peekShared<unknown>(this.cache.keys.revokedToken(claims.jti));
+    const revoked = this.cache.peekShared<unknown>(this.cache.keys.revokedToken(claims.jti), STORE_ONLY);
     // Known to be revoked: refused without asking anything else, as tokenState does.
     if (revoked === true) return { revoked: true, state: undefined };
     if (revoked !== false) return undefined;
-    const state = this.cache.peekShared<unknown>(this.cache.keys.userState(claims.tenantId, claims.userId));
+    const state = this.cache.peekShared<unknown>(
+      this.cache.keys.userState(claims.tenantId, claims.userId),
+      STORE_ONLY,
+    );
     return isUserState(state) ? { revoked: false, state } : undefined;
   }
 

@@ -32,6 +32,17 @@ export function createCacheStore(url: string | undefined, memoryMaxBytes?: numbe
  * are only counted while the cache keeps failing, and the first success after them logs one info
  * line with that count. Per instance of this service.
  */
+/** What a synchronous read may answer from. */
+export interface PeekOptions {
+  /**
+   * Whether the local tier in front of Redis may answer (default true). False for what must come
+   * from the shared store or the database whenever Redis is there — token revocation and user
+   * state, which fail closed to the database during a Redis outage rather than trusting a copy
+   * that missed an invalidation (D46). The embedded default's store always answers.
+   */
+  tier?: boolean;
+}
+
 @Injectable()
 export class CacheService implements OnApplicationShutdown {
   private readonly logger = new Logger(CacheService.name);
@@ -120,8 +131,8 @@ export class CacheService implements OnApplicationShutdown {
    * request whose tenant, token state, registry entry and profile are held in memory creates no
    * promise for them (issue 14: with the async-local scope every promise costs a hook).
    */
-  peekText(key: string): string | undefined {
-    if (this.tier) return this.tier.holds(key) ? this.tier.get(key) : undefined;
+  peekText(key: string, { tier = true }: PeekOptions = {}): string | undefined {
+    if (this.tier) return tier && this.tier.holds(key) ? this.tier.get(key) : undefined;
     return this.store instanceof MemoryCacheStore ? this.store.peek(key) : undefined;
   }
 
@@ -130,8 +141,8 @@ export class CacheService implements OnApplicationShutdown {
    * held text that does not parse is undefined too: the caller's asynchronous path then meets it
    * and handles it as it always has (a warning and the database, spec §4.3 rule 9).
    */
-  peekShared<T>(key: string): Readonly<T> | undefined {
-    const raw = this.peekText(key);
+  peekShared<T>(key: string, options?: PeekOptions): Readonly<T> | undefined {
+    const raw = this.peekText(key, options);
     if (raw === undefined) return undefined;
     try {
       return this.shared<T>(key, raw);

@@ -81,6 +81,12 @@ describe('In-process tier in front of Redis, across instances', () => {
     expect(b.peekShared(key)).toEqual({ name: 'Initech' });
     await a.delete([key]);
     await waitFor(async () => b.peekText(key) === undefined, 5000, 10);
+    // Token state is tiered, but a read that must not trust the tier (tier: false) never gets it.
+    const revoked = `${prefix}:revoked:jti-1`;
+    await a.setJson(revoked, false, 60);
+    expect(await b.getJson(revoked)).toBe(false);
+    expect(b.peekShared(revoked)).toBe(false);
+    expect(b.peekShared(revoked, { tier: false })).toBeUndefined();
     // A list page is never held in process: peek leaves it to Redis.
     const page = `${prefix}:list:1:customers:abc`;
     await a.setText(page, '{"records":[]}', 60);
