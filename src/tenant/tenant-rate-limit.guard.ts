@@ -6,6 +6,7 @@ import {
   RateLimiterRedis,
   RateLimiterRes,
 } from 'rate-limiter-flexible';
+import { WindowCounter } from '../common/http/window-counter';
 import { CacheService } from '../cache/cache.service';
 import { RedisCacheStore } from '../cache/redis-cache.store';
 import { AppError } from '../common/errors/app-error';
@@ -22,7 +23,10 @@ import { InjectConfig } from '../config/inject-config.decorator';
  */
 @Injectable()
 export class TenantRateLimitGuard implements CanActivate {
-  private readonly limiter: RateLimiterAbstract;
+  /** With Redis: shared by every instance. */
+  private readonly limiter: RateLimiterAbstract | undefined;
+  /** The embedded default: this process's count, synchronous. */
+  private readonly local: WindowCounter | undefined;
 
   constructor(@InjectConfig() config: AppConfig, cache: CacheService) {
     const options = {
@@ -30,38 +34,48 @@ export class TenantRateLimitGuard implements CanActivate {
       points: config.rateLimit.points,
       duration: config.rateLimit.windowS,
     };
-    this.limiter =
-      cache.store instanceof RedisCacheStore
-        ? new RateLimiterRedis({
-            ...options,
-            storeClient: cache.store.client,
-            useRedisPackage: false,
-            // A cache outage must not take the API down: fall back to a per-process limit.
-            insuranceLimiter: new RateLimiterMemory(options),
-          })
-        : new RateLimiterMemory(options);
+    if (cache.store instanceof RedisCacheStore)
+      this.limiter = new RateLimiterRedis({
+        ...options,
+        storeClient: cache.store.client,
+        useRedisPackage: false,
+        // A cache outage must not take the API down: fall back to a per-process limit.
+        insuranceLimiter: new RateLimiterMemory(options),
+      });
+    else this.local = new WindowCounter(options.points, options.duration * 1000);
   }
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     const http = context.switchToHttp();
     const request = http.getRequest<FastifyRequest>();
     if (!request.tenant || !request.user) return true;
-    try {
-      const res = await this.limiter.consume(request.tenant.id);
-      void http.getResponse<FastifyReply>().header('x-ratelimit-remaining', String(res.remainingPoints));
-      return true;
-    } catch (rejection) {
-      if (rejection instanceof RateLimiterRes) {
-        const retryAfter = String(Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)));
-        throw new AppError(
-          'RATE_LIMITED',
-          'Too many requests for this tenant',
-          null,
-          {},
-          { 'Retry-After': retryAfter },
-        );
-      }
+    const reply = http.getResponse<FastifyReply>();
+    if (this.local) {
+      const verdict = this.local.consume(request.tenant.id);
+      if (!verdict.allowed) throw rateLimited(verdict.msBeforeNext);
+      void reply.header('x-ratelimit-remaining', String(verdict.remaining));
       return true;
     }
+    return this.limiter!.consume(request.tenant.id).then(
+      (res) => {
+        void reply.header('x-ratelimit-remaining', String(res.remainingPoints));
+        return true;
+      },
+      (rejection: unknown) => {
+        if (rejection instanceof RateLimiterRes) throw rateLimited(rejection.msBeforeNext);
+        return true;
+      },
+    );
   }
+}
+
+function rateLimited(msBeforeNext: number): AppError {
+  const retryAfter = String(Math.max(1, Math.ceil(msBeforeNext / 1000)));
+  return new AppError(
+    'RATE_LIMITED',
+    'Too many requests for this tenant',
+    null,
+    {},
+    { 'Retry-After': retryAfter },
+  );
 }

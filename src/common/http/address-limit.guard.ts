@@ -9,6 +9,7 @@ import {
   RateLimiterRedis,
   RateLimiterRes,
 } from 'rate-limiter-flexible';
+import { WindowCounter } from './window-counter';
 import { TokenService } from '../../auth/token.service';
 import { CacheService } from '../../cache/cache.service';
 import { RedisCacheStore } from '../../cache/redis-cache.store';
@@ -48,8 +49,8 @@ const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/;
  */
 @Injectable()
 export class AddressLimitGuard implements CanActivate, OnModuleInit {
-  private readonly publicLimiter: RateLimiterAbstract;
-  private readonly failureLimiter: RateLimiterAbstract;
+  private readonly publicLimiter: AddressLimiter;
+  private readonly failureLimiter: AddressLimiter;
   /** Address key → epoch ms until which its failure budget is used up. */
   private readonly blocked = new LRUCache<string, number>({ max: MAX_BLOCKED_ADDRESSES });
 
@@ -60,17 +61,17 @@ export class AddressLimitGuard implements CanActivate, OnModuleInit {
     @InjectConfig() config: AppConfig,
   ) {
     const limits = config.rateLimit;
-    const limiter = (name: string, points: number, duration: number): RateLimiterAbstract => {
+    const limiter = (name: string, points: number, duration: number): AddressLimiter => {
       const options = { keyPrefix: `${cache.keys.prefix}:${name}`, points, duration };
-      return cache.store instanceof RedisCacheStore
-        ? new RateLimiterRedis({
-            ...options,
-            storeClient: cache.store.client,
-            useRedisPackage: false,
-            // A cache outage must not take the API down: fall back to a per-process count.
-            insuranceLimiter: new RateLimiterMemory(options),
-          })
-        : new RateLimiterMemory(options);
+      // The embedded default counts in process, synchronously (WindowCounter); Redis shares it.
+      if (!(cache.store instanceof RedisCacheStore)) return new WindowCounter(points, duration * 1000);
+      return new RateLimiterRedis({
+        ...options,
+        storeClient: cache.store.client,
+        useRedisPackage: false,
+        // A cache outage must not take the API down: fall back to a per-process count.
+        insuranceLimiter: new RateLimiterMemory(options),
+      });
     };
     this.publicLimiter = limiter('rate-public', limits.publicPoints, limits.publicWindowS);
     this.failureLimiter = limiter('rate-fail-addr', limits.failurePoints, limits.failureWindowS);
@@ -123,20 +124,31 @@ export class AddressLimitGuard implements CanActivate, OnModuleInit {
     }
   }
 
-  private async consumePublic(address: string): Promise<boolean> {
-    try {
-      await this.publicLimiter.consume(limiterKey(address));
+  private consumePublic(address: string): boolean | Promise<boolean> {
+    const message = 'Too many requests from this address; try again later';
+    if (this.publicLimiter instanceof WindowCounter) {
+      const verdict = this.publicLimiter.consume(address);
+      if (!verdict.allowed) throw tooMany(verdict.msBeforeNext, message);
       return true;
-    } catch (rejection) {
-      if (!(rejection instanceof RateLimiterRes)) return true; // the store failed: do not refuse
-      throw tooMany(rejection.msBeforeNext, 'Too many requests from this address; try again later');
     }
+    return this.publicLimiter.consume(limiterKey(address)).then(
+      () => true,
+      (rejection: unknown) => {
+        if (!(rejection instanceof RateLimiterRes)) return true; // the store failed: do not refuse
+        throw tooMany(rejection.msBeforeNext, message);
+      },
+    );
   }
 
   /** One failure point for the address; remembers the address as blocked once the budget is used up. */
   private async recordFailure(address: string): Promise<void> {
     // Already known to be blocked until the window ends: nothing more to learn.
     if (this.blockedUntil(address) !== undefined) return;
+    if (this.failureLimiter instanceof WindowCounter) {
+      const verdict = this.failureLimiter.consume(address);
+      if (verdict.remaining <= 0) this.block(address, verdict.msBeforeNext);
+      return;
+    }
     try {
       const res = await this.failureLimiter.consume(limiterKey(address));
       if (res.remainingPoints <= 0) this.block(address, res.msBeforeNext);
@@ -150,9 +162,20 @@ export class AddressLimitGuard implements CanActivate, OnModuleInit {
   }
 }
 
+/** A limit per address: counted in process (embedded default) or shared through Redis. */
+type AddressLimiter = WindowCounter | RateLimiterAbstract;
+
+/** Hashes of the addresses seen lately: a public route's address is hashed once, not per request. */
+const limiterKeys = new LRUCache<string, string>({ max: 10_000 });
+
 /** Limiter keys carry no address in clear text (Redis keys show up in tooling). */
 function limiterKey(address: string): string {
-  return createHash('sha256').update(address).digest('hex').slice(0, 32);
+  let key = limiterKeys.get(address);
+  if (key === undefined) {
+    key = createHash('sha256').update(address).digest('hex').slice(0, 32);
+    limiterKeys.set(address, key);
+  }
+  return key;
 }
 
 function tooMany(msBeforeNext: number, message: string): AppError {
