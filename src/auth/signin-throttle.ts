@@ -8,7 +8,7 @@ import {
 } from 'rate-limiter-flexible';
 import { CacheService } from '../cache/cache.service';
 import { RedisCacheStore } from '../cache/redis-cache.store';
-import { AppError } from '../common/errors/app-error';
+import { AppError, RateLimitedError } from '../common/errors/app-error';
 
 /** Failed sign-ins allowed per tenant + e-mail + client address within the window (D12, D46). */
 export const SIGNIN_MAX_FAILURES = 5;
@@ -98,12 +98,5 @@ function hash(value: string): string {
 }
 
 function tooMany(msBeforeNext: number): AppError {
-  const retryAfter = String(Math.max(1, Math.ceil(msBeforeNext / 1000)));
-  return new AppError(
-    'RATE_LIMITED',
-    'Too many failed sign-in attempts; try again later',
-    null,
-    {},
-    { 'Retry-After': retryAfter },
-  );
+  return new RateLimitedError('Too many failed sign-in attempts; try again later', msBeforeNext);
 }

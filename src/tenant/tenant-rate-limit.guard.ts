@@ -9,7 +9,7 @@ import {
 import { WindowCounter } from '../common/http/window-counter';
 import { CacheService } from '../cache/cache.service';
 import { RedisCacheStore } from '../cache/redis-cache.store';
-import { AppError } from '../common/errors/app-error';
+import { AppError, RateLimitedError } from '../common/errors/app-error';
 import type { AppConfig } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';
 
@@ -70,12 +70,5 @@ export class TenantRateLimitGuard implements CanActivate {
 }
 
 function rateLimited(msBeforeNext: number): AppError {
-  const retryAfter = String(Math.max(1, Math.ceil(msBeforeNext / 1000)));
-  return new AppError(
-    'RATE_LIMITED',
-    'Too many requests for this tenant',
-    null,
-    {},
-    { 'Retry-After': retryAfter },
-  );
+  return new RateLimitedError('Too many requests for this tenant', msBeforeNext);
 }

@@ -69,6 +69,19 @@ export class ServiceError extends AppError {
   }
 }
 
+/** 429 RATE_LIMITED (D18) with Retry-After: the whole seconds left of the limit's window, at least 1. */
+export class RateLimitedError extends AppError {
+  constructor(message: string, msBeforeNext: number) {
+    super(
+      'RATE_LIMITED',
+      message,
+      null,
+      {},
+      { 'Retry-After': String(Math.max(1, Math.ceil(msBeforeNext / 1000))) },
+    );
+  }
+}
+
 export class NotReadyError extends AppError {
   constructor(flags: Record<string, boolean>) {
     super('NOT_READY', 'Service is starting up and not ready yet', flags, {}, { 'Retry-After': '5' });

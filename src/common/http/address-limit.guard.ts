@@ -13,7 +13,7 @@ import { WindowCounter } from './window-counter';
 import { TokenService } from '../../auth/token.service';
 import { CacheService } from '../../cache/cache.service';
 import { RedisCacheStore } from '../../cache/redis-cache.store';
-import { AppError } from '../errors/app-error';
+import { AppError, RateLimitedError } from '../errors/app-error';
 import { clientAddressKey } from './client-address';
 import { routePolicy } from './route-policy';
 import type { AppConfig } from '../../config/config.schema';
@@ -179,6 +179,5 @@ function limiterKey(address: string): string {
 }
 
 function tooMany(msBeforeNext: number, message: string): AppError {
-  const retryAfter = String(Math.max(1, Math.ceil(msBeforeNext / 1000)));
-  return new AppError('RATE_LIMITED', message, null, {}, { 'Retry-After': retryAfter });
+  return new RateLimitedError(message, msBeforeNext);
 }
