@@ -7,16 +7,16 @@ import { requestScope } from '../common/request-scope';
 import { MetricsService } from './metrics.service';
 import { PROBE_PATHS, ReadinessService } from './readiness.service';
 
-/**
- * Fastify hooks that must see every request, matched or not: the x-request-id echo (D19), the
- * readiness gate (spec §3.3) and request metrics. Registered from the module, so every app built
- * from AppModule (tests included) has them.
- */
 function isProbe(url: string): boolean {
   const q = url.indexOf('?');
   return PROBE_PATHS.has(q === -1 ? url : url.slice(0, q));
 }
 
+/**
+ * Fastify hooks that must see every request, matched or not: the x-request-id echo (D19), the
+ * readiness gate (spec §3.3) and request metrics. Registered from the module, so every app built
+ * from AppModule (tests included) has them.
+ */
 @Injectable()
 export class HttpHooksService implements OnModuleInit {
   constructor(
@@ -34,19 +34,17 @@ export class HttpHooksService implements OnModuleInit {
     // x-request-id echo and the readiness gate. Callback style: no promise per request.
     fastify.addHook('onRequest', (request, reply, done) => {
       void reply.header('x-request-id', request.id);
-      if (this.readiness.ready) {
-        // Probes log nothing and are never gated: no scope for them (issue 14: an async-local
-        // scope costs every promise of the request a hook).
-        if (isProbe(request.url)) done();
-        else {
-          const scope = { requestId: request.id, tenantId: undefined, userId: undefined };
-          request.logScope = scope;
-          requestScope.enter(scope, done);
-        }
-        return;
-      }
+      // Probes log nothing and are never gated: no scope for them (issue 14: an async-local
+      // scope costs every promise of the request a hook).
       if (isProbe(request.url)) {
         done();
+        return;
+      }
+      if (this.readiness.ready) {
+        // The scope object is kept on the request, where the guards add the tenant and the user.
+        const scope = { requestId: request.id, tenantId: undefined, userId: undefined };
+        request.logScope = scope;
+        requestScope.enter(scope, done);
         return;
       }
       const err = new NotReadyError(this.readiness.snapshot());

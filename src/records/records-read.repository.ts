@@ -21,9 +21,9 @@ export interface ReadRow {
 }
 
 const LM = '__lm';
+const ID = '__id';
 /** Distinct scopes × field lists of one entity kept at most (profiles and row filters are few). */
 const MAX_STATEMENTS_PER_ENTITY = 64;
-const ID = '__id';
 
 /** A page of rows and, when asked, the number of rows the query matches. */
 export interface RowPage {
