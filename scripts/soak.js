@@ -32,7 +32,7 @@
  * taskset and two cores exist. Logging on at BENCH_LOG_LEVEL (info), to /dev/null.
  *
  * Writes bench/results/soak-latest.{json,svg} (the SVG: p99 and RSS over time) and a dated copy
- * <date>-soak-<db>-<cache>.{json,svg}, and prints a markdown summary for the README.
+ * <date>-soak-<db>-<cache>.{json,svg}, and prints a markdown summary for docs/performance.md.
  */
 'use strict';
 const { randomBytes } = require('node:crypto');

@@ -109,7 +109,7 @@ function create(spec) {
 }
 
 /**
- * PUT of a record as read, with one field edited (the README's read-edit-save round trip, D42):
+ * PUT of a record as read, with one field edited (the read-edit-save round trip of docs/entities-and-profiles.md, D42):
  * a pool of rows, each read once before the run; a connection takes a row, sends it back with its
  * lastModified and a new credit_limit, and returns the row to the pool with the whole record the
  * save answered (its new lastModified). A row is only ever in one request at a time, so no 409.

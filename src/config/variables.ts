@@ -277,7 +277,7 @@ export const VARS = {
         : `must be an e-mail address or "Name <address>" (got "${v}")`,
   }),
   SEED_DEMO: oneOf('SEED_DEMO', ['auto', 'true', 'false'] as const, {
-    description: 'Seed DEMO.md data at start-up: auto (embedded sqlite outside production) | true | false',
+    description: 'Seed the demo data (docs/demo-data.md) at start-up: auto (embedded sqlite outside production) | true | false',
     default: 'auto',
   }),
   DEMO_PASSWORD: text('DEMO_PASSWORD', {

@@ -108,7 +108,7 @@ export class StartupService implements OnApplicationBootstrap {
       await this.database.connect();
       if (this.config.db.runMigrations) await this.database.migrate();
       if (this.config.demo.seed) {
-        this.logger.log('Seeding demo data (DEMO.md)');
+        this.logger.log('Seeding demo data (docs/demo-data.md)');
         const report = await seedDemo(this.database.dataSource, {
           password: this.config.demo.password ?? DEV_DEMO_PASSWORD,
           log: (msg) => this.logger.log(msg),

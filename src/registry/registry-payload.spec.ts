@@ -80,7 +80,7 @@ function expectRejected(build: () => unknown, message: RegExp): void {
 
 describe('buildEntityInfo', () => {
   describe('demo entities', () => {
-    it('should resolve customers with the fields, columns and relations of DEMO.md', () => {
+    it('should resolve customers with the fields, columns and relations of docs/demo-data.md', () => {
       const info = buildEntityInfo(demoRow('customers'), undefined);
       expect(info).toMatchObject({
         code: 'customers',

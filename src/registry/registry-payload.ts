@@ -1,10 +1,10 @@
 import type { FieldDef, FieldType, RelationDef } from './registry.types';
 
 /**
- * Parsing, validation and merging of `obj_payload` (`{fields, relations}`, README "Behaviour
- * notes"). Pure functions: no I/O, so every rule is unit-tested. Column names found here are later
- * written into SQL by other modules, so anything that is not a plain identifier is refused: the
- * registry is the only source of identifiers, never a request.
+ * Parsing, validation and merging of `obj_payload` (`{fields, relations}`, see the registry notes of
+ * docs/behaviour-and-decisions.md). Pure functions: no I/O, so every rule is unit-tested. Column
+ * names found here are later written into SQL by other modules, so anything that is not a plain
+ * identifier is refused: the registry is the only source of identifiers, never a request.
  */
 
 /** An identifier the data layer may put into SQL (quoted or not) without escaping. */

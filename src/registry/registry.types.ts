@@ -1,6 +1,6 @@
 /**
  * The registry's view of an entity, resolved from app_object_registries (spec §2.5, D20-D26).
- * Field metadata lives in `obj_payload` as `{fields, relations}` (see README "Behaviour notes").
+ * Field metadata lives in `obj_payload` as `{fields, relations}` (see docs/behaviour-and-decisions.md, "Behaviour notes").
  */
 export type FieldType = 'text' | 'email' | 'integer' | 'numeric' | 'date' | 'boolean' | 'select' | 'json';
 

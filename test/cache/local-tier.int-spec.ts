@@ -106,7 +106,7 @@ describe('In-process tier in front of Redis, across instances', () => {
     delays.sort((x, y) => x - y);
     const p50 = delays[25];
     const max = delays[delays.length - 1];
-    // eslint-disable-next-line no-console -- the measured figure is quoted in the README
+    // eslint-disable-next-line no-console -- the measured figure is quoted in docs/cache-and-scale-out.md
     console.log(`tier propagation over Redis pub/sub: p50 ${p50.toFixed(2)} ms, max ${max.toFixed(2)} ms`);
     expect(max).toBeLessThan(100);
   });

@@ -28,7 +28,7 @@ describe('seedDemo', () => {
     await db?.drop();
   });
 
-  it('should create the tenants with the ids, codes and statuses of DEMO.md', async () => {
+  it('should create the tenants with the ids, codes and statuses of docs/demo-data.md', async () => {
     const tenants = await rows(
       'SELECT tnt_id, tnt_tenant_code, tnt_status, tnt_features, tnt_add_dtls FROM app_tenants ORDER BY tnt_id',
     );

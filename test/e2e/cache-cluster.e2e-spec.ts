@@ -33,7 +33,7 @@ type Rec = Record<string, unknown>;
  * Two tests fail against the current src/ on purpose (bugs, reported with the issue):
  *  - the outage test: CollectionEventsService.publishAll (src/cache/collection-events.ts) logs
  *    "Collection event publish failed" once per entity write while Redis is down, not once per
- *    outage as README "Cache › Failures" says;
+ *    outage as docs/cache-and-scale-out.md "Failures" says;
  *  - the sign-in throttle with Redis stopped: SigninThrottle (src/auth/signin-throttle.ts) swallows
  *    the Redis errors and lets every attempt through (fails open), so the password is checked
  *    after any number of failures.

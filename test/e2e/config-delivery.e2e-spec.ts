@@ -138,7 +138,7 @@ describe('Configuration delivery (D41, D50)', () => {
   });
 
   describe('the seeded system rows', () => {
-    it('should answer the page customer_form of DEMO.md with its schema parsed', async () => {
+    it('should answer the page customer_form of docs/demo-data.md with its schema parsed', async () => {
       const res = await get('pages/customer_form');
       expect(res.statusCode).toBe(200);
       const body = res.json();

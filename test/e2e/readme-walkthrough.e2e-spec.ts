@@ -1,5 +1,5 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '../support/test-app';
@@ -7,15 +7,29 @@ import { waitFor } from '../support/test-app';
 const ROOT = join(__dirname, '..', '..');
 
 /**
- * The README's curl walk-through, pasted into a shell as a new user would: every ```sh block
- * preceded by `<!-- walkthrough -->`, in README order, run by bash against the built service on the
- * embedded default in a fresh directory. Only the port and the way the CLI is started differ (a
- * test cannot take port 8008 or rely on npm's output).
+ * The README's curl walk-through, pasted into a shell as a new user would, followed by the examples
+ * of the docs pages that build on its variables: every ```sh block preceded by `<!-- walkthrough -->`,
+ * page by page in this order, run by bash against the built service on the embedded default in a
+ * fresh directory. Only the port and the way the CLI is started differ (a test cannot take port
+ * 8008 or rely on npm's output).
  */
+const WALKTHROUGH_PAGES = [
+  'README.md',
+  'docs/entities-and-profiles.md',
+  'docs/dataviews-and-exports.md',
+  'docs/workflows.md',
+  'docs/integrators.md',
+];
+const MARKED_BLOCK = /<!-- walkthrough -->\n```sh\n([\s\S]*?)```/g;
+
 function walkthroughScript(port: number): string {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const blocks = [...readme.matchAll(/<!-- walkthrough -->\n```sh\n([\s\S]*?)```/g)].map((m) => m[1]);
-  expect(blocks.length).toBeGreaterThanOrEqual(4);
+  const blocks = WALKTHROUGH_PAGES.flatMap((page) => {
+    const text = readFileSync(join(ROOT, page), 'utf8');
+    const found = [...text.matchAll(MARKED_BLOCK)].map((m) => m[1]);
+    expect({ page, blocks: found.length > 0 }).toEqual({ page, blocks: true });
+    return found;
+  });
+  expect(blocks.length).toBeGreaterThanOrEqual(10);
   return ['set -u', ...blocks]
     .join('\n')
     .replaceAll('http://localhost:8008', `http://127.0.0.1:${port}`)
@@ -59,7 +73,13 @@ describe("The README's curl walk-through", () => {
     rmSync(cwd, { recursive: true, force: true });
   });
 
-  it('should run pasted in order, each step answering as the README says', () => {
+  it('should leave no marked block outside the pages it runs', () => {
+    const docs = readdirSync(join(ROOT, 'docs')).map((f) => `docs/${f}`);
+    const marked = docs.filter((page) => readFileSync(join(ROOT, page), 'utf8').includes('<!-- walkthrough -->'));
+    expect(marked.every((page) => WALKTHROUGH_PAGES.includes(page))).toBe(true);
+  });
+
+  it('should run pasted in order, each step answering as the README and the docs say', () => {
     const out = execFileSync('bash', ['-c', walkthroughScript(port)], {
       cwd,
       encoding: 'utf8',

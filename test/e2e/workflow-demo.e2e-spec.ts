@@ -6,7 +6,7 @@ import { startTestApp, TestApp, waitFor } from '../support/test-app';
 type Rec = Record<string, any>;
 
 /**
- * The README's workflow walkthrough (issue 12 "Done when"): `customer_onboarding` runs to
+ * The workflow walk-through of docs/workflows.md (issue 12 "Done when"): `customer_onboarding` runs to
  * COMPLETED for a silver customer; for a gold one it waits for an approval, which another admin
  * gives, and then completes; the customer's internal notes are written once.
  */

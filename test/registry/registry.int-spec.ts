@@ -114,7 +114,7 @@ describe(RegistryService.name, () => {
   afterEach(() => jest.restoreAllMocks());
 
   describe('resolve', () => {
-    it('should resolve the demo customers with the fields, columns and relations of DEMO.md', async () => {
+    it('should resolve the demo customers with the fields, columns and relations of docs/demo-data.md', async () => {
       const info = await service.resolve('1', 'customers');
       expect(info).toMatchObject({
         code: 'customers',

@@ -1,6 +1,6 @@
 /**
  * `npm run seed:demo`: creates the configured database if needed, applies pending migrations and
- * seeds the demo data set (DEMO.md). Safe to run again: the seed is idempotent.
+ * seeds the demo data set (docs/demo-data.md). Safe to run again: the seed is idempotent.
  */
 import { configFromProcessEnv } from '../../config/environment';
 import { createDataSource, ensureDatabaseExists } from '../data-source.factory';

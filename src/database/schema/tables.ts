@@ -278,7 +278,7 @@ export const TABLES: readonly TableDef[] = [
       id('ord'),
       int('ord_customer_id', false),
       { name: 'ord_amount', kind: 'decimal', precision: 12, scale: 2, nullable: false },
-      // The business field `status` (DEMO.md); ord_status is the record status of spec §2.1.
+      // The business field `status` (docs/demo-data.md); ord_status is the record status of spec §2.1.
       str('ord_order_status', 20),
       { name: 'ord_ordered_at', kind: 'date', nullable: true },
       ...conventionColumns('ord', 'required'),

@@ -1,10 +1,10 @@
 /**
- * The demo data set of DEMO.md as plain data plus deterministic generators for the demo entity rows.
+ * The demo data set of docs/demo-data.md as plain data plus deterministic generators for the demo entity rows.
  * No I/O here: `demo-seed.ts` turns these objects into rows. Changing anything below changes what a
- * new user sees on first start, and the ids DEMO.md lists depend on the order of the arrays.
+ * new user sees on first start, and the ids docs/demo-data.md lists depend on the order of the arrays.
  */
 
-/** Password of every demo user when DEMO_PASSWORD is unset, outside production only (DEMO.md). */
+/** Password of every demo user when DEMO_PASSWORD is unset, outside production only (docs/demo-data.md). */
 export const DEV_DEMO_PASSWORD = 'Demo-Passw0rd!';
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -964,7 +964,7 @@ export const DEMO_NAVIGATIONS: readonly DemoNavigation[] = [
 // Demo entity rows (deterministic)
 // ---------------------------------------------------------------------------------------------
 
-/** Customers and orders per tenant (DEMO.md); initech has none. */
+/** Customers and orders per tenant (docs/demo-data.md); initech has none. */
 export const DEMO_ROW_COUNTS: Readonly<Record<string, { customers: number; orders: number }>> = {
   acme: { customers: 50, orders: 120 },
   globex: { customers: 30, orders: 60 },

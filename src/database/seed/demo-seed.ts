@@ -42,9 +42,9 @@ const json = (value: unknown): string | null =>
 const CHUNK = 100;
 
 /**
- * Seeds the demo data set of DEMO.md. Idempotent by natural keys: rows that exist (live or
+ * Seeds the demo data set of docs/demo-data.md. Idempotent by natural keys: rows that exist (live or
  * soft-deleted) are left alone, so a second run inserts nothing. On an empty database the ids come
- * out as DEMO.md lists them. Runs in one transaction; works without entity metadata on every dialect.
+ * out as docs/demo-data.md lists them. Runs in one transaction; works without entity metadata on every dialect.
  */
 export async function seedDemo(dataSource: DataSource, options: SeedDemoOptions): Promise<SeedDemoResult> {
   const log = options.log ?? (() => undefined);
@@ -68,7 +68,7 @@ export async function seedDemo(dataSource: DataSource, options: SeedDemoOptions)
   await dataSource.transaction(async (em) => {
     const seeder = new Seeder(em, inserted, log);
 
-    // Tenants, in DEMO.md order (ids 1, 2, 3 on an empty database).
+    // Tenants, in docs/demo-data.md order (ids 1, 2, 3 on an empty database).
     const existingTenants = await seeder.ids('app_tenants', 'tnt_id', 'tnt_tenant_code');
     await seeder.insert(
       'app_tenants',
