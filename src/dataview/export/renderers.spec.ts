@@ -146,7 +146,7 @@ describe('CsvRenderer against row and formula injection (issue 21 #2)', () => {
   it('should quote every field with a CR, LF or `;`, so a strict parser reads exactly one row per record', async () => {
     const i = input(HOSTILE, 3);
     const bytes = await rendered(new CsvRenderer(), i);
-    const rows = parse<string[]>(bytes, { bom: false, relax_quotes: false, relax_column_count: false });
+    const rows: string[][] = parse(bytes, { bom: false, relax_quotes: false, relax_column_count: false });
     expect(rows).toHaveLength(HOSTILE.length + 1);
     expect(rows.map((r) => r.length)).toEqual(rows.map(() => COLUMNS.length));
     expect(rows.slice(1).map((r) => r[0])).toEqual([
