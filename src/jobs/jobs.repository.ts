@@ -249,7 +249,7 @@ export class JobsRepository {
   }
 
   /** A write of the worker that holds `job`: it applies only while that claim is still the job's lease. */
-  private fenced(qr: QueryRunner | undefined, job: Held, set: Record<string, unknown>) {
+  fencedQuery(qr: QueryRunner | undefined, job: Held, set: Record<string, unknown>) {
     return this.ds
       .createQueryBuilder(qr)
       .update(TABLE)
@@ -262,7 +262,7 @@ export class JobsRepository {
   }
 
   private async fencedUpdate(qr: QueryRunner | undefined, job: Held, set: Record<string, unknown>) {
-    return ((await this.fenced(qr, job, set).execute()).affected ?? 0) > 0;
+    return ((await this.fencedQuery(qr, job, set).execute()).affected ?? 0) > 0;
   }
 
   /**
