@@ -24,7 +24,11 @@ const MIN_IDLE_MS = 25;
 const PROGRESS_FLUSH_MS = 250;
 /** A progress log line at most this often per job. */
 const PROGRESS_LOG_MS = 5_000;
-/** How long shutdown lets running jobs finish before it stops and releases them. */
+/**
+ * How long shutdown lets running jobs finish before it stops and releases them (and then how long
+ * it waits for them to stop): a quarter of SHUTDOWN_TIMEOUT_MS each, at most 3 s, so that a job
+ * nearly done still commits and the rest is handed to another instance well within the timeout.
+ */
 const SHUTDOWN_GRACE_MS = 3_000;
 /** Finished jobs are kept this long, then purged (hourly). */
 export const FINISHED_JOB_RETENTION_MS = 7 * 24 * 3600 * 1000;
@@ -112,10 +116,11 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     this.running = false;
     this.wake();
     await this.loopDone;
+    const grace = Math.min(SHUTDOWN_GRACE_MS, this.config.api.shutdownTimeoutMs / 4);
     const settled = () => Promise.allSettled([...this.active.values()].map((a) => a.done));
-    await Promise.race([settled(), new Promise((r) => setTimeout(r, SHUTDOWN_GRACE_MS).unref())]);
+    await Promise.race([settled(), new Promise((r) => setTimeout(r, grace).unref())]);
     for (const a of this.active.values()) a.controller.abort(new JobStopped('shutdown'));
-    await Promise.race([settled(), new Promise((r) => setTimeout(r, SHUTDOWN_GRACE_MS).unref())]);
+    await Promise.race([settled(), new Promise((r) => setTimeout(r, grace).unref())]);
     this.clearTimers();
   }
 
