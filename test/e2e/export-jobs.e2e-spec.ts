@@ -214,6 +214,47 @@ describe('Export jobs: limits, 202 and the status route (issue 21 #1)', () => {
       expect(limits).toEqual([...limits].sort((a, b) => b - a));
     });
 
+    it('should export hostile text so that a strict CSV parser reads one row per record (issue 21 #2)', async () => {
+      const names = ['Frank\n=1+1', 'Carol\r@SUM(1+1)', ' =1+1', ';=1+1', '＝1+1', 'Dave;=2+2'];
+      // Straight into the table: such text may come from anywhere (another system, an old row),
+      // whatever the entity routes accept today.
+      const ds = t.app.get(DatabaseService).dataSource;
+      const stamp = new Date().toISOString().replace('T', ' ').replace('Z', '');
+      const values = names.map((name, i) => ({
+        cus_tenant_id: 1,
+        cus_name: name,
+        cus_email: `hostile${i}@acme.example`,
+        cus_tier: 'gold',
+        cus_credit_limit: 1,
+        cus_status: 1,
+        cus_is_deleted: false,
+        cus_last_modified: stamp,
+      }));
+      await ds.createQueryBuilder().insert().into('demo_customers', Object.keys(values[0])).values(values).execute();
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/dataviews/customers_grid/export',
+        headers: authHeaders(TENANT.acme, admin),
+        payload: { format: 'csv' },
+      });
+      const url = res.json().data.statusUrl as string;
+      let job: Rec = {};
+      await waitFor(async () => {
+        job = (await t.app.inject({ method: 'GET', url, headers: authHeaders(TENANT.acme, admin) })).json().data;
+        return job.status === 'COMPLETED';
+      });
+      const file = await t.app.inject({ method: 'GET', url: job.downloadUrl, headers: authHeaders(TENANT.acme, admin) });
+      const rows: string[][] = parse(file.body, { relax_quotes: false, relax_column_count: false });
+      expect(rows).toHaveLength(job.total + 1);
+      expect(rows.every((r) => r.length === 4)).toBe(true);
+      const cells = new Set(rows.map((r) => r[0]));
+      for (const expected of ["Frank\n'=1+1", "Carol\r'@SUM(1+1)", "' =1+1", "';=1+1", "'＝1+1", 'Dave;=2+2'])
+        expect(cells).toContain(expected);
+      // Split on every CR and LF, as a careless reader would: no line starts a formula.
+      for (const line of file.body.split(/\r\n|\r|\n/))
+        expect(line.replace(/^"/, '')).not.toMatch(/^\s*[=+\-@;＝＋－＠]/);
+    });
+
     it('should rebuild the user from the job and fail the job when that user may no longer export', async () => {
       // A job queued for the viewer, who is deactivated before it runs: the worker acts as the user
       // the database has now, so the job fails with 403 — it never exports with a stale right.

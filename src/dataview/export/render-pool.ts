@@ -17,7 +17,7 @@ export function createRenderPool(config: AppConfig): RenderPool {
   return new ThreadPool(join(__dirname, `render.worker${extname(__filename)}`), {
     size: config.exports.renderThreads,
     idleMs: IDLE_MS,
-    resourceLimits: { maxOldGenerationSizeMb: 256 },
+    resourceLimits: { maxOldGenerationSizeMb: 128 },
     name: 'ExportRenderPool',
   });
 }
