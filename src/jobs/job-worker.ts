@@ -274,7 +274,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     const now = Date.now();
     const committed = await this.transactions.run((tx) =>
       status === 'COMPLETED'
-        ? this.jobs.complete(tx.config, job, outcome.result ?? null, now)
+        ? this.jobs.complete(tx.config, job, outcome.result ?? null, now, active.progress)
         : this.jobs.fail(tx.config, job, outcome.error!, now),
     );
     const processed = active.progress?.processed ?? job.processed;

@@ -282,9 +282,17 @@ export class JobsRepository {
     });
   }
 
-  async complete(qr: QueryRunner | undefined, job: Held, result: unknown, now: number): Promise<boolean> {
+  /** The job's result, with its last progress (a progress report may not have been written yet). */
+  async complete(
+    qr: QueryRunner | undefined,
+    job: Held,
+    result: unknown,
+    now: number,
+    progress?: { processed: number; total: number | null },
+  ): Promise<boolean> {
     const at = toDbTimestamp(now);
     return this.fencedUpdate(qr, job, {
+      ...(progress ? { job_processed: progress.processed, job_total: progress.total } : {}),
       job_status: 'COMPLETED',
       job_result: jsonText(result),
       job_lease_owner: null,
