@@ -422,8 +422,45 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Export a dataview (CSV, XLSX or PDF; at most min(source.maxRows, 10000) rows); answers a download URL */
+        /**
+         * Export a dataview (CSV, XLSX or PDF; at most min(source.maxRows, 10000) rows); answers a download URL
+         * @description Rendered off the event loop as a job. When the file is ready within EXPORT_WAIT_MS (default 10 s) the answer is 200 with its download URL; otherwise 202 with the job, to poll at `statusUrl`. Beyond EXPORT_MAX_PER_USER, EXPORT_MAX_PER_TENANT or EXPORT_MAX_PER_INSTANCE unfinished exports: 429 RATE_LIMITED with Retry-After.
+         */
         post: operations["exportDataview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/exports/{jobId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An export that outlived its request: status, progress, then the download URL or the error */
+        get: operations["getExportJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/exports/{jobId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel an unfinished export (its creator only); a finished one is answered as it is */
+        post: operations["cancelExportJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4482,6 +4519,74 @@ export interface operations {
                     };
                 };
             };
+            /** @description Still rendering after EXPORT_WAIT_MS: the job (status PENDING or RUNNING) */
+            202: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example true */
+                        success?: boolean;
+                        data?: {
+                            /** @example 42 */
+                            jobId: number;
+                            /**
+                             * @example RUNNING
+                             * @enum {string}
+                             */
+                            status: "PENDING" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example customers_grid */
+                            dataviewCode: string;
+                            /**
+                             * @example pdf
+                             * @enum {string|null}
+                             */
+                            format?: "csv" | "excel" | "pdf" | null;
+                            /**
+                             * @description Rows read so far
+                             * @example 4000
+                             */
+                            processed: number;
+                            /**
+                             * @description Rows the file will hold
+                             * @example 10000
+                             */
+                            total?: number | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            finishedAt?: string | null;
+                            /** @example /api/v1/exports/42 */
+                            statusUrl: string;
+                            /**
+                             * @description When COMPLETED
+                             * @example customers_2026-01-05.pdf
+                             */
+                            filename?: string;
+                            /**
+                             * @description When COMPLETED: GET it with the same tenant and a token, within EXPORT_TTL_S
+                             * @example /api/v1/downloads/q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c
+                             */
+                            downloadUrl?: string;
+                            /** @description When FAILED: the error the export route would have answered (D17, D18) */
+                            error?: {
+                                code?: string;
+                                message?: string;
+                                details?: unknown;
+                            };
+                        };
+                        meta?: {
+                            timestamp?: string;
+                            requestId?: string;
+                        };
+                    };
+                };
+            };
             /** @description VALIDATION_ERROR: Bad input (details list the fields) */
             400: {
                 headers: {
@@ -4517,6 +4622,17 @@ export interface operations {
             };
             /** @description NOT_FOUND: Not found */
             404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description CONFLICT: Conflict (stale lastModified, dependents, duplicate unique value) */
+            409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
                     "x-request-id"?: string;
@@ -4574,6 +4690,328 @@ export interface operations {
             };
             /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
             501: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    getExportJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                jobId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example true */
+                        success?: boolean;
+                        data?: {
+                            /** @example 42 */
+                            jobId: number;
+                            /**
+                             * @example RUNNING
+                             * @enum {string}
+                             */
+                            status: "PENDING" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example customers_grid */
+                            dataviewCode: string;
+                            /**
+                             * @example pdf
+                             * @enum {string|null}
+                             */
+                            format?: "csv" | "excel" | "pdf" | null;
+                            /**
+                             * @description Rows read so far
+                             * @example 4000
+                             */
+                            processed: number;
+                            /**
+                             * @description Rows the file will hold
+                             * @example 10000
+                             */
+                            total?: number | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            finishedAt?: string | null;
+                            /** @example /api/v1/exports/42 */
+                            statusUrl: string;
+                            /**
+                             * @description When COMPLETED
+                             * @example customers_2026-01-05.pdf
+                             */
+                            filename?: string;
+                            /**
+                             * @description When COMPLETED: GET it with the same tenant and a token, within EXPORT_TTL_S
+                             * @example /api/v1/downloads/q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c
+                             */
+                            downloadUrl?: string;
+                            /** @description When FAILED: the error the export route would have answered (D17, D18) */
+                            error?: {
+                                code?: string;
+                                message?: string;
+                                details?: unknown;
+                            };
+                        };
+                        meta?: {
+                            timestamp?: string;
+                            requestId?: string;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); FEATURE_DISABLED: The feature is disabled for this tenant; TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    cancelExportJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                jobId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example true */
+                        success?: boolean;
+                        data?: {
+                            /** @example 42 */
+                            jobId: number;
+                            /**
+                             * @example RUNNING
+                             * @enum {string}
+                             */
+                            status: "PENDING" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example customers_grid */
+                            dataviewCode: string;
+                            /**
+                             * @example pdf
+                             * @enum {string|null}
+                             */
+                            format?: "csv" | "excel" | "pdf" | null;
+                            /**
+                             * @description Rows read so far
+                             * @example 4000
+                             */
+                            processed: number;
+                            /**
+                             * @description Rows the file will hold
+                             * @example 10000
+                             */
+                            total?: number | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            finishedAt?: string | null;
+                            /** @example /api/v1/exports/42 */
+                            statusUrl: string;
+                            /**
+                             * @description When COMPLETED
+                             * @example customers_2026-01-05.pdf
+                             */
+                            filename?: string;
+                            /**
+                             * @description When COMPLETED: GET it with the same tenant and a token, within EXPORT_TTL_S
+                             * @example /api/v1/downloads/q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c
+                             */
+                            downloadUrl?: string;
+                            /** @description When FAILED: the error the export route would have answered (D17, D18) */
+                            error?: {
+                                code?: string;
+                                message?: string;
+                                details?: unknown;
+                            };
+                        };
+                        meta?: {
+                            timestamp?: string;
+                            requestId?: string;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); FEATURE_DISABLED: The feature is disabled for this tenant; TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
                     "x-request-id"?: string;

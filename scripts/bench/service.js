@@ -10,7 +10,7 @@
  */
 const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
-const { performance } = require('node:perf_hooks');
+const { monitorEventLoopDelay, performance } = require('node:perf_hooks');
 
 const dist = (p) => require(join(__dirname, '..', '..', 'dist', p));
 
@@ -45,6 +45,8 @@ async function main() {
     RATE_LIMIT_POINTS: '100000000',
     PUBLIC_RATE_LIMIT_POINTS: '100000000',
     ADDRESS_FAILURE_POINTS: '100000000',
+    // Further variables of a script (bench-exports.js: the export limits), as JSON.
+    ...(process.env.BENCH_SERVICE_ENV ? JSON.parse(process.env.BENCH_SERVICE_ENV) : {}),
   });
   await ensureDatabaseExists(appConfig.db);
   const app = await createApp(appConfig, { logger: false });
@@ -58,6 +60,7 @@ async function main() {
   let capture = null;
   let peak = 0;
   let hwm = false;
+  let loop;
   const commands = {
     /** A statement of the bench's own (row counts, removing the rows the create scenario made, EXPLAIN). */
     sql: async ({ sql, params }) => ds.query(sql, params),
@@ -200,6 +203,19 @@ async function main() {
       }
       clearInterval(sampler);
       return { rss, peak: Math.max(peak, rss), source: 'sampled' };
+    },
+    // The event loop's delay while a scenario runs (perf_hooks), in ms: what a request waits
+    // before the service even looks at it.
+    loopStart: async () => {
+      loop?.disable();
+      loop = monitorEventLoopDelay({ resolution: 5 });
+      loop.enable();
+      return {};
+    },
+    loopStop: async () => {
+      loop.disable();
+      const ms = (ns) => Math.round(ns / 1e5) / 10;
+      return { p50: ms(loop.percentile(50)), p99: ms(loop.percentile(99)), max: ms(loop.max) };
     },
     // The process's CPU time so far (µs, user + system): the CPU cost of a load is the difference.
     cpuUsage: async () => {

@@ -42,6 +42,9 @@ const SUITES = [
   'test/e2e/request-logs.e2e-spec.ts',
   'test/e2e/signin-throttle.e2e-spec.ts',
   'test/e2e/route-protection.e2e-spec.ts',
+  'test/e2e/export-jobs.e2e-spec.ts',
+  'test/e2e/export-load.e2e-spec.ts',
+  'test/e2e/export-job-restart.e2e-spec.ts',
 ].filter((f) => existsSync(join(ROOT, f)));
 
 function ensureSqlmap() {

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { decodeKey32 } from './parse';
 import { Env, readAll, Values, VariableSpec } from './variable';
 import { VARS } from './variables';
@@ -89,7 +90,21 @@ export interface AppConfig {
   };
   /** Entity writes: how long a write waits for the lock of a unique value (value-lock.ts). */
   writes: { lockTimeoutMs: number };
-  exports: { ttlS: number; dir: string; store: 'directory' | 'database' };
+  exports: {
+    ttlS: number;
+    dir: string;
+    store: 'directory' | 'database';
+    /** Render threads (issue 21 #1), and so the exports this instance runs at once. */
+    renderThreads: number;
+    /** How long the export route waits for the file before it answers 202 with the job. */
+    waitMs: number;
+    /** Unfinished exports allowed per user, per tenant and per instance (beyond: 429). */
+    maxPerUser: number;
+    maxPerTenant: number;
+    maxPerInstance: number;
+  };
+  /** The background-job worker of this instance (src/jobs; leases as D49). */
+  jobs: { worker: boolean; leaseMs: number; pollMs: number };
   /** D49: the workflow worker of this instance. */
   workflow: { worker: boolean; concurrency: number; leaseMs: number; pollMs: number };
   smtpUrl: string | undefined;
@@ -290,7 +305,17 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       retryAfterS: v.OVERLOAD_RETRY_AFTER_S(),
     },
     writes: { lockTimeoutMs: v.WRITE_LOCK_TIMEOUT_MS() },
-    exports: { ttlS: v.EXPORT_TTL_S(), dir: v.EXPORT_DIR ?? './data/exports', store: v.EXPORT_STORE },
+    exports: {
+      ttlS: v.EXPORT_TTL_S(),
+      dir: v.EXPORT_DIR ?? './data/exports',
+      store: v.EXPORT_STORE,
+      renderThreads: v.EXPORT_RENDER_THREADS(Math.max(1, Math.min(4, availableParallelism() - 1))),
+      waitMs: v.EXPORT_WAIT_MS(),
+      maxPerUser: v.EXPORT_MAX_PER_USER(),
+      maxPerTenant: v.EXPORT_MAX_PER_TENANT(),
+      maxPerInstance: v.EXPORT_MAX_PER_INSTANCE(),
+    },
+    jobs: { worker: v.JOB_WORKER !== 'off', leaseMs: v.JOB_LEASE_MS(), pollMs: v.JOB_POLL_MS() },
     workflow: {
       worker: v.WORKFLOW_WORKER !== 'off',
       concurrency: v.WORKFLOW_WORKER_CONCURRENCY(),

@@ -241,6 +241,49 @@ export const VARS = {
     description: 'Where exports are kept in the embedded default (D32)',
     default: './data/exports',
   }),
+  EXPORT_RENDER_THREADS: int('EXPORT_RENDER_THREADS', {
+    description:
+      'Threads that render exports on this instance, off the event loop (also the exports it runs at once); default: cores - 1, from 1 to 4',
+    min: 1,
+    max: 64,
+  }),
+  EXPORT_WAIT_MS: int('EXPORT_WAIT_MS', {
+    description:
+      'How long POST …/export waits for its file before it answers 202 with a job to poll instead of 200 with the download',
+    default: '10000',
+    min: 0,
+  }),
+  EXPORT_MAX_PER_USER: int('EXPORT_MAX_PER_USER', {
+    description: 'Unfinished exports one user may have; beyond it 429 with Retry-After',
+    default: '2',
+    min: 1,
+  }),
+  EXPORT_MAX_PER_TENANT: int('EXPORT_MAX_PER_TENANT', {
+    description: 'Unfinished exports of one tenant; beyond it 429 with Retry-After',
+    default: '4',
+    min: 1,
+  }),
+  EXPORT_MAX_PER_INSTANCE: int('EXPORT_MAX_PER_INSTANCE', {
+    description: 'Unfinished exports this instance has accepted (all tenants); beyond it 429 with Retry-After',
+    default: '16',
+    min: 1,
+  }),
+  JOB_WORKER: oneOf('JOB_WORKER', ['on', 'off'] as const, {
+    description: 'Whether this instance runs background jobs (exports) from the shared job table; off = API only',
+    default: 'on',
+  }),
+  JOB_LEASE_MS: int('JOB_LEASE_MS', {
+    description:
+      'How long a claimed job is leased; renewed while it runs, claimed again by any instance once expired (D49)',
+    default: '30000',
+    min: 500,
+  }),
+  JOB_POLL_MS: int('JOB_POLL_MS', {
+    description:
+      'Longest pause between two polls of an idle job worker, and between two looks at the jobs a request waits for',
+    default: '1000',
+    min: 10,
+  }),
   WORKFLOW_WORKER: oneOf('WORKFLOW_WORKER', ['on', 'off'] as const, {
     description: 'Whether this instance runs workflow steps from the shared queue (D49); off = API only',
     default: 'on',

@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import type { AppConfig } from '../config/config.schema';
 import { APP_CONFIG } from '../config/config.module';
 import { ProfileModule } from '../profile/profile.module';
@@ -13,7 +13,11 @@ import { DirectoryExportStore } from './download/directory-export-store';
 import { DownloadController } from './download/download.controller';
 import { EXPORT_STORE } from './download/export-store';
 import { ExportDataview } from './export/export-dataview';
+import { ExportJob } from './export/export-job';
 import { ExportController } from './export/export.controller';
+import { createRenderPool, EXPORT_RENDER_POOL, type RenderPool } from './export/render-pool';
+import { JobsModule } from '../jobs/jobs.module';
+import { TenantModule } from '../tenant/tenant.module';
 import { DataviewCursors } from './grid/cursor';
 import { ReadDataviewData } from './grid/grid-data';
 
@@ -28,11 +32,22 @@ export function exportStoreKind(config: AppConfig): 'directory' | 'database' {
 /**
  * Owns dataview configuration (config/), grid queries (grid/: configuration + request → records
  * query, cursors, the data use case), exports (export/: renderers and the export use case) and
- * downloads (download/: the export store and its route). Reads go through the records core.
+ * downloads (download/: the export store and its route). Reads go through the records core;
+ * exports run as jobs (src/jobs) whose rendering happens in render threads (issue 21 #1).
  * DatabaseModule and CacheModule are global.
  */
+/** Ends the render threads once the job worker has stopped (beforeApplicationShutdown). */
+@Injectable()
+class RenderPoolShutdown implements OnApplicationShutdown {
+  constructor(@Inject(EXPORT_RENDER_POOL) private readonly pool: RenderPool) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.pool.destroy();
+  }
+}
+
 @Module({
-  imports: [RegistryModule, ProfileModule, RecordsModule],
+  imports: [RegistryModule, ProfileModule, RecordsModule, TenantModule, JobsModule],
   controllers: [DataviewController, ExportController, DownloadController],
   providers: [
     DataviewConfigRepository,
@@ -40,6 +55,9 @@ export function exportStoreKind(config: AppConfig): 'directory' | 'database' {
     DataviewCursors,
     ReadDataviewData,
     ExportDataview,
+    ExportJob,
+    { provide: EXPORT_RENDER_POOL, inject: [APP_CONFIG], useFactory: createRenderPool },
+    RenderPoolShutdown,
     {
       provide: EXPORT_STORE,
       inject: [APP_CONFIG, DatabaseService],

@@ -27,10 +27,24 @@ export class RecordContextFactory {
   ) {}
 
   async build(ids: RecordContextIds): Promise<RecordContext> {
+    const user = await this.actingUser(ids);
+    const loaded = await this.profiles.load({ entityCode: ids.entityCode, tenantId: ids.tenantId });
+    return {
+      tenantId: ids.tenantId,
+      user,
+      entity: loaded.entity,
+      policy: loaded.policy,
+      profileId: loaded.profile.prf_id,
+      requestId: ids.requestId,
+    };
+  }
+
+  /** The user a job acts as, as the database has it now; 403 when inactive or gone. */
+  async actingUser(ids: Omit<RecordContextIds, 'entityCode'>): Promise<AuthUser> {
     const record = await this.users.findById(ids.tenantId, ids.userId);
     if (!record || !record.active)
       throw new AuthorizationError(`User ${ids.userId} cannot act in this tenant`);
-    const user: AuthUser = {
+    return {
       userId: record.id,
       email: record.email,
       tenantId: record.tenantId,
@@ -40,15 +54,6 @@ export class RecordContextFactory {
       // No token: the job acts with the user's current state.
       jti: `job:${ids.requestId}`,
       exp: 0,
-    };
-    const loaded = await this.profiles.load({ entityCode: ids.entityCode, tenantId: ids.tenantId });
-    return {
-      tenantId: ids.tenantId,
-      user,
-      entity: loaded.entity,
-      policy: loaded.policy,
-      profileId: loaded.profile.prf_id,
-      requestId: ids.requestId,
     };
   }
 }

@@ -3,6 +3,7 @@ import { MIGRATIONS } from '../../src/database/migrations';
 import {
   ADDED_COLUMNS,
   EXPORT_TABLES,
+  JOB_TABLES,
   REVOCATION_TABLES,
   TABLES,
   WORKFLOW_INSTANCE_COLUMNS,
@@ -11,7 +12,7 @@ import {
 } from '../../src/database/schema';
 import { createTestDatabase, migratedDataSource, TestDatabase } from '../support/test-database';
 
-describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime, TenantKeyIndexes)', () => {
+describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime, TenantKeyIndexes, Jobs)', () => {
   let db: TestDatabase;
   let ds: DataSource;
 
@@ -28,7 +29,13 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
   it('should create every table with exactly the declared columns', async () => {
     const qr = ds.createQueryRunner();
     try {
-      for (const def of [...TABLES, ...REVOCATION_TABLES, ...EXPORT_TABLES, WORKFLOW_STEP_KEYS_TABLE]) {
+      for (const def of [
+        ...TABLES,
+        ...REVOCATION_TABLES,
+        ...EXPORT_TABLES,
+        WORKFLOW_STEP_KEYS_TABLE,
+        ...JOB_TABLES,
+      ]) {
         const table = await qr.getTable(def.name);
         expect(table).toBeDefined();
         const declared = [...def.columns, ...(ADDED_COLUMNS[def.name] ?? [])];
@@ -106,8 +113,13 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         'ExportFiles1795392000000',
         'WorkflowRuntime1795478400000',
         'TenantKeyIndexes1795564800000',
+        'Jobs1795651200000',
       ]);
-      // Newest first: TenantKeyIndexes drops its indexes only.
+      // Newest first: Jobs drops its table only.
+      await ds.undoLastMigration({ transaction: 'each' });
+      for (const def of JOB_TABLES) expect(await qr.hasTable(def.name)).toBe(false);
+      expect(await qr.hasTable('app_export_files')).toBe(true);
+      // Then TenantKeyIndexes drops its indexes only.
       const indexNames = async (table: string) =>
         ((await qr.getTable(table))?.indices ?? []).map((i) => i.name);
       expect(await indexNames('demo_customers')).toContain('IDX_demo_customers_cus_tenant_id_cus_id');
@@ -137,9 +149,16 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         'ExportFiles1795392000000',
         'WorkflowRuntime1795478400000',
         'TenantKeyIndexes1795564800000',
+        'Jobs1795651200000',
       ]);
       expect(await indexNames('demo_orders')).toContain('IDX_demo_orders_ord_tenant_id_ord_id');
-      for (const def of [...TABLES, ...REVOCATION_TABLES, ...EXPORT_TABLES, WORKFLOW_STEP_KEYS_TABLE])
+      for (const def of [
+        ...TABLES,
+        ...REVOCATION_TABLES,
+        ...EXPORT_TABLES,
+        WORKFLOW_STEP_KEYS_TABLE,
+        ...JOB_TABLES,
+      ])
         expect(await qr.hasTable(def.name)).toBe(true);
       const queue = await qr.getTable('wft_queue');
       for (const c of WORKFLOW_QUEUE_COLUMNS) expect(queue!.columns.map((x) => x.name)).toContain(c.name);

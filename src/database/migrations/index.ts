@@ -3,6 +3,7 @@ import { RevokedTokens1795305600000 } from './1795305600000-revoked-tokens';
 import { ExportFiles1795392000000 } from './1795392000000-export-files';
 import { WorkflowRuntime1795478400000 } from './1795478400000-workflow-runtime';
 import { TenantKeyIndexes1795564800000 } from './1795564800000-tenant-key-indexes';
+import { Jobs1795651200000 } from './1795651200000-jobs';
 
 /** Migrations in the order they run. Never edit one that has landed; add a new one. */
 export const MIGRATIONS = [
@@ -11,4 +12,5 @@ export const MIGRATIONS = [
   ExportFiles1795392000000,
   WorkflowRuntime1795478400000,
   TenantKeyIndexes1795564800000,
+  Jobs1795651200000,
 ];

@@ -11,3 +11,4 @@ export * from './exports';
 export { toTable, toTableColumn, toTableIndex } from './to-table';
 export * from './workflow-runtime';
 export * from './tenant-indexes';
+export * from './jobs';

@@ -4,6 +4,13 @@ import { pipeline } from 'node:stream/promises';
 import { ExportInput, ExportRenderer, neutralized, typedCell } from './export-model';
 
 /**
+ * Fields csv-stringify must quote besides those holding a comma, a quote or CRLF: a lone CR or LF
+ * (else a reader starts a new row inside the cell, issue 21 #2) and `;` (the separator of the
+ * locales that split CSV on it, where an unquoted `;` would start a new cell).
+ */
+const QUOTED_MATCH = /[\r\n;]/;
+
+/**
  * CSV (RFC 4180, UTF-8, header row of the column names) streamed through csv-stringify: one batch
  * in memory at a time. Dates as YYYY-MM-DD, numbers untouched, text neutralized (D48).
  */
@@ -27,6 +34,6 @@ export class CsvRenderer implements ExportRenderer {
           });
         }
     }
-    await pipeline(Readable.from(records()), stringify({ record_delimiter: 'windows' }), out);
+    await pipeline(Readable.from(records()), stringify({ record_delimiter: 'windows', quoted_match: QUOTED_MATCH }), out);
   }
 }

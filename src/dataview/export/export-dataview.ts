@@ -10,35 +10,42 @@ import { DataviewConfigService } from '../config/dataview-config.service';
 import { EXPORT_STORE, type ExportStore } from '../download/export-store';
 import { gridConfigOf } from '../grid/grid-config';
 import { kindOf, planGrid } from '../grid/grid-query';
-import { CsvRenderer } from './csv.renderer';
-import {
-  CellKind,
-  ExportColumn,
-  ExportFormat,
-  exportFilename,
-  ExportInput,
-  ExportMeta,
-  ExportRenderer,
-} from './export-model';
-import type { ExportRequest } from './export-request';
-import { PdfRenderer } from './pdf.renderer';
-import { XlsxRenderer } from './xlsx.renderer';
+import type { RecordContext } from '../../records/record-context';
+import type { GridPlan } from '../grid/grid-query';
 import { sourceContext } from '../grid/source-context';
+import { CellKind, ExportColumn, exportFilename, ExportInput, ExportMeta } from './export-model';
+import type { ExportRequest } from './export-request';
+import { RENDERERS } from './renderers';
+import { EXPORT_RENDER_POOL, type RenderPool } from './render-pool';
+import { renderInThread } from './render-session';
 
 /** Spec §4.4 rule 8: an export holds at most this many rows (and at most the dataview's maxRows). */
 export const MAX_EXPORT_ROWS = 10_000;
 /** Rows per keyset batch (D48). */
 export const EXPORT_BATCH_SIZE = 1_000;
 
-const RENDERERS: Record<ExportFormat, ExportRenderer> = {
-  csv: new CsvRenderer(),
-  excel: new XlsxRenderer(),
-  pdf: new PdfRenderer(),
-};
-
 export interface ExportAnswer {
   filename: string;
   downloadUrl: string;
+}
+
+/** An export checked and planned for its caller, ready to run (now, or later in a job). */
+export interface PreparedExport {
+  request: ExportRequest;
+  ctx: RecordContext;
+  plan: GridPlan;
+  columns: ExportColumn[];
+  limit: number;
+  meta: ExportMeta;
+  filename: string;
+}
+
+/** What the caller of `produce` hears while it runs. */
+export interface ProduceOptions {
+  /** Aborts the export (cancel, a lost lease, shutdown): nothing is kept. */
+  signal: AbortSignal;
+  /** Rows read so far, after each batch, and the rows the file will hold. */
+  onProgress?: (processed: number, total: number) => void | Promise<void>;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -94,6 +101,10 @@ export function exportColumns(
  * request's filters, sort and search — planned exactly as the data route plans them — read through
  * the records core in keyset batches (so with the same scope, row filter, projection and masking),
  * at most min(source.maxRows, 10,000), rendered as CSV, XLSX or PDF into the export store.
+ *
+ * In two steps (issue 21 #1): `prepare` checks and plans the export for its caller (the route
+ * runs it, so a bad request is refused at once; the export job runs it again, as the user is
+ * now); `produce` reads the rows on the main thread and renders them in a render thread.
  */
 @Injectable()
 export class ExportDataview {
@@ -103,15 +114,16 @@ export class ExportDataview {
     private readonly pages: PageRecords,
     private readonly aggregates: AggregateRecords,
     @Inject(EXPORT_STORE) private readonly store: ExportStore,
+    @Inject(EXPORT_RENDER_POOL) private readonly pool: RenderPool,
   ) {}
 
-  async execute(
+  async prepare(
     tenant: TenantContext,
     user: AuthUser,
     requestId: string,
     code: string,
     request: ExportRequest,
-  ): Promise<ExportAnswer> {
+  ): Promise<PreparedExport> {
     // The route is guarded by the `export` feature; the dataviews feature is needed too (D10).
     if (tenant.features.dataviews === false)
       throw new AuthorizationError('Feature dataviews is disabled for this tenant', 'FEATURE_DISABLED');
@@ -135,18 +147,6 @@ export class ExportDataview {
     });
     const grid = gridConfigOf(def.config);
     const plan = planGrid(grid, ctx.entity, ctx.policy, request.grid);
-    const columns = exportColumns(def.config, ctx.entity, plan.rowFields);
-    const limit = Math.min(grid.maxRows, MAX_EXPORT_ROWS);
-    const pages = this.pages;
-    async function* batches(): AsyncGenerator<Row[]> {
-      let left = limit;
-      const size = Math.min(EXPORT_BATCH_SIZE, limit);
-      for await (const batch of pages.stream(ctx, plan.query, size, plan.permissions)) {
-        yield batch.length > left ? batch.slice(0, left) : batch;
-        left -= batch.length;
-        if (left <= 0) return;
-      }
-    }
     const now = new Date();
     const meta: ExportMeta = {
       dataviewCode: def.code,
@@ -162,10 +162,50 @@ export class ExportDataview {
       exportedBy: user.email,
       exportedAt: now,
     };
-    const input: ExportInput = {
-      columns,
-      batches: batches(),
+    return {
+      request,
+      ctx,
+      plan,
+      columns: exportColumns(def.config, ctx.entity, plan.rowFields),
+      limit: Math.min(grid.maxRows, MAX_EXPORT_ROWS),
       meta,
+      filename: exportFilename(
+        typeof settings.exportFilename === 'string' ? settings.exportFilename : undefined,
+        def.code,
+        now,
+        RENDERERS[request.format].extension,
+      ),
+    };
+  }
+
+  /** Reads, renders (in a render thread) and stores the export; its download URL. */
+  async produce(prepared: PreparedExport, options: ProduceOptions): Promise<ExportAnswer> {
+    const { ctx, plan, limit, request } = prepared;
+    const { signal, onProgress } = options;
+    const total = Math.min(
+      limit,
+      (await this.aggregates.totals(ctx, plan.query, [], plan.permissions)).count,
+    );
+    await onProgress?.(0, total);
+    const pages = this.pages;
+    async function* batches(): AsyncGenerator<Row[]> {
+      let left = limit;
+      let read = 0;
+      const size = Math.min(EXPORT_BATCH_SIZE, limit);
+      for await (const batch of pages.stream(ctx, plan.query, size, plan.permissions)) {
+        signal.throwIfAborted();
+        const rows = batch.length > left ? batch.slice(0, left) : batch;
+        read += rows.length;
+        await onProgress?.(read, Math.max(total, read));
+        yield rows;
+        left -= batch.length;
+        if (left <= 0) return;
+      }
+    }
+    const input: ExportInput = {
+      columns: prepared.columns,
+      batches: batches(),
+      meta: prepared.meta,
       written: { rows: 0 },
       ...(plan.aggregates.length > 0
         ? {
@@ -175,16 +215,15 @@ export class ExportDataview {
         : {}),
     };
     const renderer = RENDERERS[request.format];
-    const filename = exportFilename(
-      typeof settings.exportFilename === 'string' ? settings.exportFilename : undefined,
-      def.code,
-      now,
-      renderer.extension,
-    );
     const id = await this.store.save(
-      { tenantId: tenant.id, filename, contentType: renderer.contentType, createdBy: user.userId },
-      (out) => renderer.render(input, out),
+      {
+        tenantId: ctx.tenantId,
+        filename: prepared.filename,
+        contentType: renderer.contentType,
+        createdBy: ctx.user.userId,
+      },
+      (out) => renderInThread(this.pool, request.format, input, out, signal),
     );
-    return { filename, downloadUrl: `/api/v1/downloads/${id}` };
+    return { filename: prepared.filename, downloadUrl: `/api/v1/downloads/${id}` };
   }
 }

@@ -48,11 +48,33 @@ export interface ExportRenderer {
   render(input: ExportInput, out: Writable): Promise<void>;
 }
 
-/** D48: text that a spreadsheet would read as a formula is prefixed with `'`. */
-const FORMULA_START = /^[=+\-@\t\r]/;
+/**
+ * What a spreadsheet may take for the start of a formula (D48, issue 21 #2): `=`, `+`, `-`, `@` and
+ * `;` (a separator in locales that split CSV on it), also in their full-width and small forms
+ * (`＝＋－＠；`, `﹦﹢﹣﹫﹔`: NFKC folds them to the ASCII ones, and so do IMEs and some spreadsheets),
+ * after any leading blanks (spreadsheets trim them); and a line that starts with a tab, CR or LF.
+ */
+const FORMULA_CHAR = /^[=+\-@;]$/;
+const LEADING_BLANKS = /^[\s\u200B-\u200D\u2060]*/;
 
+function startsFormula(line: string): boolean {
+  if (/^[\t\r\n]/.test(line)) return true;
+  const first = line.slice(LEADING_BLANKS.exec(line)![0].length).codePointAt(0);
+  return first !== undefined && FORMULA_CHAR.test(String.fromCodePoint(first).normalize('NFKC'));
+}
+
+/**
+ * D48: text that a spreadsheet would read as a formula is prefixed with `'`. Every line of a
+ * multi-line cell is checked, so a reader that splits rows on a lone CR or LF (or a cell pasted
+ * line by line) never finds a formula at the start of one either. Numbers never reach this.
+ */
 export function neutralized(text: string): string {
-  return FORMULA_START.test(text) ? `'${text}` : text;
+  const parts = text.split(/(\r\n|\r|\n)/);
+  for (let i = 0; i < parts.length; i += 2) {
+    // parts[i - 1] is the line break before parts[i]; a cell that starts with one is caught at i = 0.
+    if (startsFormula(i === 0 ? text : parts[i])) parts[i] = `'${parts[i]}`;
+  }
+  return parts.join('');
 }
 
 /** A value as plain text (JSON for objects; '' for null). */

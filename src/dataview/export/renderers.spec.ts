@@ -1,3 +1,4 @@
+import { parse } from 'csv-parse/sync';
 import ExcelJS from 'exceljs';
 import { PassThrough } from 'node:stream';
 import { CsvRenderer } from './csv.renderer';
@@ -73,6 +74,38 @@ describe('export cells (D48)', () => {
     expect(typedCell(COLUMNS[3], false)).toBe(false);
   });
 
+  it('should prefix a formula after leading blanks, in full-width and small forms, and after `;`', () => {
+    const cases: Array<[string, string]> = [
+      [' =1+1', "' =1+1"],
+      ['\u00a0\u3000+1', "'\u00a0\u3000+1"],
+      ['\u200b@x', "'\u200b@x"],
+      ['\n=1+1', "'\n'=1+1"],
+      ['\r\n=1', "'\r\n'=1"],
+      ['\nplain', "'\nplain"],
+      [';=1+1', "';=1+1"],
+      ['＝1+1', "'＝1+1"],
+      ['＋1', "'＋1"],
+      ['－1', "'－1"],
+      ['＠SUM(1)', "'＠SUM(1)"],
+      ['﹦1', "'﹦1"],
+      ['；=1', "'；=1"],
+      ['a;b', 'a;b'],
+      ['x=1', 'x=1'],
+      ['  plain', '  plain'],
+      ['1-2', '1-2'],
+    ];
+    expect(cases.map(([text]) => neutralized(text))).toEqual(cases.map(([, out]) => out));
+  });
+
+  it('should neutralize every line of a multi-line cell, whatever its line break', () => {
+    expect(neutralized('Frank\n=1+1')).toBe("Frank\n'=1+1");
+    expect(neutralized('Carol\r@SUM(1+1)')).toBe("Carol\r'@SUM(1+1)");
+    expect(neutralized('a\r\n -1\n\tb\nok')).toBe("a\r\n' -1\n'\tb\nok");
+    expect(neutralized('=a\n+b')).toBe("'=a\n'+b");
+    expect(neutralized('first\nsecond')).toBe('first\nsecond');
+    expect(neutralized('end\n')).toBe('end\n');
+  });
+
   it('should name files from the template with the date and the extension', () => {
     const at = new Date('2026-03-04T23:00:00Z');
     expect(exportFilename('customers_{date}', 'c', at, 'csv')).toBe('customers_2026-03-04.csv');
@@ -98,6 +131,51 @@ describe('CsvRenderer', () => {
   });
 });
 
+describe('CsvRenderer against row and formula injection (issue 21 #2)', () => {
+  const HOSTILE = [
+    { name: 'Frank\n=1+1', amount: 1, day: null, ok: true },
+    { name: 'Carol\r@SUM(1+1)', amount: 2, day: null, ok: true },
+    { name: '\n=HYPERLINK("x")', amount: 3, day: null, ok: true },
+    { name: ' =1+1', amount: 4, day: null, ok: true },
+    { name: ';=1+1', amount: 5, day: null, ok: true },
+    { name: '＝1+1', amount: 6, day: null, ok: true },
+    { name: 'Dave;=1+1', amount: 7, day: null, ok: true },
+    { name: 'Eve\r\n-2', amount: -8, day: null, ok: false },
+  ];
+
+  it('should quote every field with a CR, LF or `;`, so a strict parser reads exactly one row per record', async () => {
+    const i = input(HOSTILE, 3);
+    const bytes = await rendered(new CsvRenderer(), i);
+    const rows: string[][] = parse(bytes, { bom: false, relax_quotes: false, relax_column_count: false });
+    expect(rows).toHaveLength(HOSTILE.length + 1);
+    expect(rows.map((r) => r.length)).toEqual(rows.map(() => COLUMNS.length));
+    expect(rows.slice(1).map((r) => r[0])).toEqual([
+      "Frank\n'=1+1",
+      "Carol\r'@SUM(1+1)",
+      '\'\n\'=HYPERLINK("x")',
+      "' =1+1",
+      "';=1+1",
+      "'＝1+1",
+      'Dave;=1+1',
+      "Eve\r\n'-2",
+    ]);
+    expect(rows.slice(1).map((r) => r[1])).toEqual(['1', '2', '3', '4', '5', '6', '7', '-8']);
+    const text = bytes.toString('utf8');
+    expect(text).toContain('"Frank\n\'=1+1"');
+    expect(text).toContain('"Carol\r\'@SUM(1+1)"');
+    expect(text).toContain('"Dave;=1+1"');
+    expect(i.written.rows).toBe(HOSTILE.length);
+  });
+
+  it('should leave no line of the file starting a formula, even split on every CR and LF', async () => {
+    const text = (await rendered(new CsvRenderer(), input(HOSTILE))).toString('utf8');
+    for (const line of text.split(/\r\n|\r|\n/)) {
+      const cell = line.startsWith('"') ? line.slice(1) : line;
+      expect(cell).not.toMatch(/^[\s]*[=+\-@;＝＋－＠]/);
+    }
+  });
+});
+
 describe('XlsxRenderer', () => {
   it('should write typed cells, a frozen header with a filter, widths, the footer and About', async () => {
     const bytes = await rendered(new XlsxRenderer(), input(ROWS, 2, { amount: 0.5 }));
@@ -119,6 +197,25 @@ describe('XlsxRenderer', () => {
     const about = wb.getWorksheet('About')!;
     expect(about.getRow(6).values).toEqual([undefined, 'Rows', 5]);
     expect(about.getRow(7).values).toEqual([undefined, 'Exported by', 'someone@example.test']);
+  });
+});
+
+describe('XlsxRenderer against formula injection (issue 21 #2)', () => {
+  it('should neutralize text cells by the same rule as CSV, every line of them', async () => {
+    const rows = [
+      { name: 'Frank\n=1+1', amount: -1, day: null, ok: true },
+      { name: ' =1+1', amount: 2, day: null, ok: true },
+      { name: '＠SUM(1)', amount: 3, day: null, ok: true },
+    ];
+    const wb = new ExcelJS.Workbook();
+    await wb.xlsx.load((await rendered(new XlsxRenderer(), input(rows))) as any);
+    const sheet = wb.getWorksheet('Data')!;
+    expect([2, 3, 4].map((n) => sheet.getRow(n).getCell(1).value)).toEqual([
+      "Frank\n'=1+1",
+      "' =1+1",
+      "'＠SUM(1)",
+    ]);
+    expect(sheet.getRow(2).getCell(2).value).toBe(-1);
   });
 });
 

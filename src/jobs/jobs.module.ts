@@ -1,0 +1,21 @@
+import { Module } from '@nestjs/common';
+import { HealthModule } from '../health/health.module';
+import { RecordsModule } from '../records/records.module';
+import { JobTransactions } from './job-transactions';
+import { JobWatch } from './job-watch';
+import { JobWorker } from './job-worker';
+import { JobsRepository } from './jobs.repository';
+import { JobsService } from './jobs.service';
+
+/**
+ * The background-job machine (ARCHITECTURE `jobs`): app_jobs, claims with leases (D49), progress,
+ * cancellation, a worker that survives restarts, and a pool of worker threads (threads/) for work
+ * that must stay off the event loop. Feature modules register their kinds with JobWorker and
+ * queue, read and cancel jobs through JobsService. DatabaseModule is global.
+ */
+@Module({
+  imports: [RecordsModule, HealthModule],
+  providers: [JobsRepository, JobTransactions, JobWatch, JobWorker, JobsService],
+  exports: [JobsService, JobWorker],
+})
+export class JobsModule {}
