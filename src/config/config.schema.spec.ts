@@ -119,6 +119,14 @@ describe('loadConfig', () => {
     expect(problemsOf({ ...SECRETS, TENANT_ENCRYPTION_KEY: 'abc' })[0]).toMatch(/^TENANT_ENCRYPTION_KEY/);
   });
 
+  it('should bound the HTTP drain of a shutdown below the whole shutdown (issue 20 #5)', () => {
+    expect(loadConfig(SECRETS).api).toMatchObject({ shutdownTimeoutMs: 10000, shutdownDrainMs: 5000 });
+    expect(problemsOf({ ...SECRETS, SHUTDOWN_DRAIN_MS: '10000' })).toEqual([
+      'SHUTDOWN_DRAIN_MS: must be less than SHUTDOWN_TIMEOUT_MS',
+    ]);
+    expect(problemsOf({ ...SECRETS, SHUTDOWN_DRAIN_MS: '20000', SHUTDOWN_TIMEOUT_MS: '30000' })).toEqual([]);
+  });
+
   it('should seed demo data by default only on the embedded default outside production', () => {
     expect(loadConfig(SECRETS).demo.seed).toBe(true);
     expect(loadConfig({ ...SECRETS, DB_TYPE: 'postgres' }).demo.seed).toBe(false);

@@ -41,6 +41,8 @@ export interface AppConfig {
     publicUrl: string | undefined;
     bodyLimitBytes: number;
     shutdownTimeoutMs: number;
+    /** The HTTP drain's share of the shutdown (issue 20 #5, health/http-drain.service.ts). */
+    shutdownDrainMs: number;
     /** Fastify `trustProxy`: which peers' X-Forwarded-For is believed for the client address. */
     trustProxy: boolean | string;
   };
@@ -228,6 +230,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       publicUrl: v.PUBLIC_URL,
       bodyLimitBytes: v.BODY_LIMIT_BYTES(),
       shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS(),
+      shutdownDrainMs: v.SHUTDOWN_DRAIN_MS(),
       trustProxy: trustProxyOf(v.TRUST_PROXY ?? 'loopback'),
     },
     cors: corsOf(problems, v.CORS_ORIGINS, nodeEnv),
@@ -312,6 +315,10 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     generatedSecrets,
   };
   if (config.db.pool.min > config.db.pool.max) problems.push('DB_POOL_MIN: must not exceed DB_POOL_MAX');
+  // The workers and pools are stopped after the drain, within the same overall bound.
+  if (config.api.shutdownDrainMs >= config.api.shutdownTimeoutMs) {
+    problems.push('SHUTDOWN_DRAIN_MS: must be less than SHUTDOWN_TIMEOUT_MS');
+  }
   if (problems.length > 0) throw new ConfigValidationError(problems);
   return config;
 }

@@ -285,9 +285,15 @@ export const VARS = {
     secret: true,
   }),
   SHUTDOWN_TIMEOUT_MS: int('SHUTDOWN_TIMEOUT_MS', {
-    description: 'Longest graceful shutdown before the process exits',
+    description: 'Longest graceful shutdown before the process exits (exit code 1)',
     default: '10000',
     min: 100,
+  }),
+  SHUTDOWN_DRAIN_MS: int('SHUTDOWN_DRAIN_MS', {
+    description:
+      'Longest HTTP drain of a shutdown: requests received before the signal finish, later ones get 503 NOT_READY; then the busy connections are closed. Less than SHUTDOWN_TIMEOUT_MS',
+    default: '5000',
+    min: 0,
   }),
   METRICS_ENABLED: bool('METRICS_ENABLED', {
     description: 'Serve Prometheus metrics at /metrics',

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import { ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
@@ -10,6 +10,7 @@ import { seedDemo } from '../../src/database/seed/demo-seed';
 import { DatabaseTenantSource, TenantDirectory } from '../../src/tenant/proxy/tenant-directory';
 import { buildTenantProxy } from '../../src/tenant/proxy/tenant-proxy';
 import { decryptTenantHeader, encryptTenantHeader } from '../../src/tenant/tenant-header.crypto';
+import { buildService } from '../support/service-cluster';
 import { waitFor } from '../support/test-app';
 import { createTestDatabase, migratedDataSource, TEST_SECRETS, TestDatabase } from '../support/test-database';
 
@@ -362,7 +363,7 @@ describe('The built CLI and proxy processes (npm run tenant-header, npm run prox
   });
 
   beforeAll(() => {
-    execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'ignore' });
+    buildService();
     cwd = mkdtempSync(join(tmpdir(), 'mtb-tenant-proxy-'));
   });
 
