@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { AppConfig } from './config/config.schema';
+import { forgetServiceAddress } from './config/service-address';
 import { HttpDrainService } from './health/http-drain.service';
 import { ReadinessService } from './health/readiness.service';
 import { StartupService } from './health/startup.service';
@@ -42,6 +43,7 @@ export function exitGracefullyOnSignals(app: NestFastifyApplication, config: App
 
     const run = async (): Promise<void> => {
       const drain = await app.get(HttpDrainService).drain(shutdownDrainMs);
+      forgetServiceAddress();
       await app.close();
       logger.log(
         {

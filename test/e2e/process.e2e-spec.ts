@@ -58,6 +58,8 @@ describe('The service process (npm start)', () => {
       await waitFor(async () => /Ready in \d+ ms/.test(run.stdout()), 10000);
       const out = run.stdout();
       expect(out).toContain(`Service     http://localhost:${port}`);
+      // Outside production only this machine can reach it (issue 20 #6).
+      expect(out).toContain(`Listening   127.0.0.1:${port} (this machine only; API_HOST=0.0.0.0 exposes it)`);
       expect(out).toContain('Mode        embedded (SQLite + in-process cache)');
       expect(out).toContain('Database    sqlite ./data/app.sqlite');
       expect(out).toContain('Cache       in-process');

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
@@ -10,7 +10,6 @@ import { seedDemo } from '../../src/database/seed/demo-seed';
 import { DatabaseTenantSource, TenantDirectory } from '../../src/tenant/proxy/tenant-directory';
 import { buildTenantProxy } from '../../src/tenant/proxy/tenant-proxy';
 import { decryptTenantHeader, encryptTenantHeader } from '../../src/tenant/tenant-header.crypto';
-import { buildService } from '../support/service-cluster';
 import { waitFor } from '../support/test-app';
 import { createTestDatabase, migratedDataSource, TEST_SECRETS, TestDatabase } from '../support/test-database';
 
@@ -363,7 +362,7 @@ describe('The built CLI and proxy processes (npm run tenant-header, npm run prox
   });
 
   beforeAll(() => {
-    buildService();
+    execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'ignore' });
     cwd = mkdtempSync(join(tmpdir(), 'mtb-tenant-proxy-'));
   });
 
@@ -460,7 +459,8 @@ describe('The built CLI and proxy processes (npm run tenant-header, npm run prox
       const exited = new Promise<number | null>((resolve) => child?.on('exit', (code) => resolve(code)));
 
       await waitFor(async () => out.includes('\n'), 20000);
-      expect(out).toContain(`Tenant proxy http://127.0.0.1:${proxyPort} -> ${upstream}`);
+      // A loopback bind is shown as localhost, the form <tenant_code>.localhost takes.
+      expect(out).toContain(`Tenant proxy http://localhost:${proxyPort} -> ${upstream} (`);
       expect(out).toContain('<tenant_code>.localhost');
       expect(out.trim().split('\n')).toHaveLength(1);
 
