@@ -172,6 +172,14 @@ describe('Graceful shutdown of the service process', () => {
     expect(done[0].servedDuringDrain).toBeGreaterThanOrEqual(3);
     expect(done[0].refusedDuringDrain).toBeGreaterThanOrEqual(3);
     expect(done[0].durationMs).toEqual(expect.any(Number));
+    // The refusals are in the access log with their code (written out at exit).
+    const refusals = svc
+      .stdout()
+      .split('\n')
+      .filter((l) => l.includes('"statusCode":503'))
+      .map((l) => JSON.parse(l) as { errorCode?: string });
+    expect(refusals.length).toBeGreaterThanOrEqual(3);
+    expect(refusals.every((l) => l.errorCode === 'NOT_READY')).toBe(true);
   });
 });
 
