@@ -27,6 +27,9 @@ export function exitGracefullyOnSignals(app: NestFastifyApplication, config: App
   let closing = false;
 
   const shutdown = (signal: NodeJS.Signals): void => {
+    // Repeats are ignored, not left to the default action (exit at once): one Ctrl-C under
+    // `npm start` may arrive twice, from the terminal and forwarded by npm. SHUTDOWN_TIMEOUT_MS
+    // bounds the wait.
     if (closing) return;
     closing = true;
     const started = Date.now();
@@ -67,6 +70,6 @@ export function exitGracefullyOnSignals(app: NestFastifyApplication, config: App
       },
     );
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
 }
