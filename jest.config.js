@@ -1,4 +1,9 @@
-/** Three tiers: unit beside the code (src, client/src, scripts: *.spec.ts), integration and e2e under test/. */
+/**
+ * Three tiers (STYLE): unit beside the code (src, client/src, scripts: *.spec.ts), integration and
+ * e2e under test/. This is `npm test` (and `npx jest`): it needs Node and the local database
+ * services only. The browser tier needs Chromium and has a configuration of its own:
+ * jest.browser.config.js.
+ */
 const common = {
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   testEnvironment: 'node',
@@ -10,7 +15,6 @@ module.exports = {
     { ...common, displayName: 'unit', rootDir: '.', testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/client/src/**/*.spec.ts', '<rootDir>/scripts/**/*.spec.ts'] },
     { ...common, displayName: 'int', rootDir: '.', testMatch: ['<rootDir>/test/**/*.int-spec.ts'] },
     { ...common, displayName: 'e2e', rootDir: '.', testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'] },
-    { ...common, displayName: 'browser', rootDir: '.', testMatch: ['<rootDir>/test/browser/**/*.browser-spec.ts'] },
   ],
   testTimeout: 60000,
 };

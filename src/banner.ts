@@ -3,6 +3,8 @@ import type { AppConfig } from './config/config.schema';
 export interface BannerInput {
   config: AppConfig;
   url: string;
+  /** The bind address and port, and who can reach it. */
+  listening: string;
   database: string;
   cache: string;
   demoUsers?: Array<{ email: string; tenant: string; role: string }>;
@@ -15,6 +17,7 @@ export function renderBanner(b: BannerInput): string {
     b.config.db.type === 'sqlite' && !b.config.cache.url ? 'embedded (SQLite + in-process cache)' : 'server';
   const lines = [
     `Service     ${b.url}`,
+    `Listening   ${b.listening}`,
     `Mode        ${mode}, NODE_ENV=${b.config.nodeEnv}`,
     `Database    ${b.database}`,
     `Cache       ${b.cache}`,

@@ -2,6 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import fastify from 'fastify';
 import { pino, type DestinationStream, type LoggerOptions } from 'pino';
 import type { AppConfig } from '../config/config.schema';
+import { codeForStatus } from './errors/error-codes';
 import {
   installAccessLog,
   pinoBaseOptions,
@@ -129,6 +130,8 @@ describe(installAccessLog.name, () => {
         request.tenant = { id: '3', code: 'acme', name: 'Acme', features: {} };
         request.user = { userId: 9 } as AuthUser;
       }
+      // As every sender of the error envelope does (exception filter, readiness gate, overload).
+      if (status >= 400) request.errorCode = codeForStatus(status);
       return reply.status(status).send({ ok: true });
     });
     app.get('/healthz', async () => ({ status: 'ok' }));
@@ -164,35 +167,50 @@ describe(installAccessLog.name, () => {
     expect(line).not.toHaveProperty('tenantId');
     expect(line).not.toHaveProperty('userId');
     expect(line.res.statusCode).toBe(401);
+    expect(line.errorCode).toBe('UNAUTHORIZED');
     await app.close();
   });
 
-  it('should write the line pino would write, field for field, whatever the URL and ids hold', async () => {
+  it('should name the error code of an error answer, and none on a success', async () => {
     const { lines, app } = await serve();
-    const hostile = '/api/v1/things?q=%22%7D%0A"quote\\back\u2028x&page=1';
-    await app.inject({ url: hostile, headers: { 'x-request-id': 'ignored' } });
-    expect(lines).toHaveLength(1);
-    const line = JSON.parse(lines[0]);
-    // What pino itself writes for the same fields, to the same stream format.
-    const own: string[] = [];
-    pino({ level: 'info' }, { write: (t: string) => void own.push(t) }).info(
-      {
-        requestId: line.requestId,
-        tenantId: '3',
-        userId: 9,
-        req: { id: line.requestId, method: 'GET', url: line.req.url },
-        res: { statusCode: 200 },
-        responseTime: line.responseTime,
-      },
-      line.msg,
-    );
-    const expected = JSON.parse(own[0]);
-    expect({ ...line, time: 0 }).toEqual({ ...expected, time: 0 });
-    expect(Object.keys(line)).toEqual(Object.keys(expected));
-    expect(line.req.url).toContain('\\back'); // a backslash survives, escaped and read back
-    expect(typeof line.time).toBe('number');
-    await app.close();
+    await app.inject({ url: '/api/v1/things?status=400' });
+    await app.inject({ url: '/api/v1/things?status=200' });
+    expect(lines).toHaveLength(2);
+    expect(JSON.parse(lines[0])).toMatchObject({ res: { statusCode: 400 }, errorCode: 'VALIDATION_ERROR' });
+    expect(count(lines[0], 'errorCode')).toBe(1);
+    expect(JSON.parse(lines[1])).not.toHaveProperty('errorCode');
   });
+
+  it.each([200, 409])(
+    'should write the line pino would write, field for field, whatever the URL and ids hold (%i)',
+    async (status) => {
+      const { lines, app } = await serve();
+      const hostile = `/api/v1/things?q=%22%7D%0A"quote\\back\u2028x&status=${status}`;
+      await app.inject({ url: hostile, headers: { 'x-request-id': 'ignored' } });
+      expect(lines).toHaveLength(1);
+      const line = JSON.parse(lines[0]);
+      // What pino itself writes for the same fields, to the same stream format.
+      const own: string[] = [];
+      pino({ level: 'info' }, { write: (t: string) => void own.push(t) }).info(
+        {
+          requestId: line.requestId,
+          tenantId: '3',
+          userId: 9,
+          req: { id: line.requestId, method: 'GET', url: line.req.url },
+          res: { statusCode: status },
+          ...(status >= 400 ? { errorCode: 'CONFLICT' } : {}),
+          responseTime: line.responseTime,
+        },
+        line.msg,
+      );
+      const expected = JSON.parse(own[0]);
+      expect({ ...line, time: 0 }).toEqual({ ...expected, time: 0 });
+      expect(Object.keys(line)).toEqual(Object.keys(expected));
+      expect(line.req.url).toContain('\\back'); // a backslash survives, escaped and read back
+      expect(typeof line.time).toBe('number');
+      await app.close();
+    },
+  );
 
   it('should write nothing below its level', async () => {
     const { lines, app } = await serve('warn');

@@ -190,12 +190,15 @@ export interface AccessLogEntry {
   elapsedMs: number;
   tenantId?: string;
   userId?: string | number;
+  /** The code of an error answer (D18), e.g. VALIDATION_ERROR; absent on a success. */
+  errorCode?: string;
 }
 
 /**
  * The access-line writer: one info line per answered request (quiet paths excepted) with
- * `requestId`, `tenantId`, `userId`, `req: {id, method, url}`, `res: {statusCode}`,
- * `responseTime` (ms) and `METHOD url STATUS Nms`, the URL's secret query values redacted.
+ * `requestId`, `tenantId`, `userId`, `req: {id, method, url}`, `res: {statusCode}`, `errorCode`
+ * (error answers only), `responseTime` (ms) and `METHOD url STATUS Nms`, the URL's secret query
+ * values redacted.
  *
  * The line is pino's format (level, time, pid, hostname, the fields, msg), written here as text:
  * its shape is fixed and holds no header, body or secret, so pino's generic serializer and the
@@ -231,7 +234,9 @@ export function createAccessLog(params: Params): (entry: AccessLogEntry) => void
     if (f.userId !== undefined) text += `,"userId":${JSON.stringify(f.userId)}`;
     text +=
       `,"req":{"id":${JSON.stringify(f.req.id)},"method":${JSON.stringify(f.req.method)},"url":${JSON.stringify(f.req.url)}}` +
-      `,"res":{"statusCode":${f.res.statusCode}},"responseTime":${f.responseTime},"msg":${JSON.stringify(line.msg)}}\n`;
+      `,"res":{"statusCode":${f.res.statusCode}}`;
+    if (f.errorCode !== undefined) text += `,"errorCode":${JSON.stringify(f.errorCode)}`;
+    text += `,"responseTime":${f.responseTime},"msg":${JSON.stringify(line.msg)}}\n`;
     stream.write(text);
   };
 }
@@ -248,6 +253,7 @@ interface AccessFields {
   userId?: string | number;
   req: { id: string; method: string; url: string };
   res: { statusCode: number };
+  errorCode?: string;
   responseTime: number;
 }
 
@@ -262,6 +268,7 @@ function accessFields(entry: AccessLogEntry): { fields: AccessFields; msg: strin
   if (entry.userId !== undefined) fields.userId = entry.userId;
   fields.req = { id: entry.id, method: entry.method, url };
   fields.res = { statusCode: entry.statusCode };
+  if (entry.errorCode !== undefined) fields.errorCode = entry.errorCode;
   fields.responseTime = responseTime;
   return { fields, msg: `${entry.method} ${url} ${entry.statusCode} ${responseTime}ms` };
 }
@@ -311,6 +318,7 @@ export function installAccessLog(fastify: FastifyInstance, params: Params): void
       elapsedMs: reply.elapsedTime,
       tenantId: request.tenant?.id,
       userId: request.user?.userId,
+      errorCode: request.errorCode,
     });
     done();
   });

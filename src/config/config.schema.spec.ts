@@ -119,6 +119,25 @@ describe('loadConfig', () => {
     expect(problemsOf({ ...SECRETS, TENANT_ENCRYPTION_KEY: 'abc' })[0]).toMatch(/^TENANT_ENCRYPTION_KEY/);
   });
 
+  it('should listen on loopback outside production and on every interface in production (issue 20 #6)', () => {
+    expect(loadConfig(SECRETS).api.host).toBe('127.0.0.1');
+    expect(loadConfig({ ...SECRETS, NODE_ENV: 'test' }).api.host).toBe('127.0.0.1');
+    expect(loadConfig({ ...SECRETS, NODE_ENV: 'production' }).api.host).toBe('0.0.0.0');
+    expect(loadConfig({ ...SECRETS, API_HOST: '0.0.0.0' }).api.host).toBe('0.0.0.0');
+    expect(loadConfig({ ...SECRETS, NODE_ENV: 'production', API_HOST: '::1' }).api.host).toBe('::1');
+    expect(problemsOf({ ...SECRETS, API_HOST: 'http://0.0.0.0:8008' })).toEqual([
+      'API_HOST: must be an IP address (127.0.0.1, 0.0.0.0, ::) or a host name (got "http://0.0.0.0:8008")',
+    ]);
+  });
+
+  it('should bound the HTTP drain of a shutdown below the whole shutdown (issue 20 #5)', () => {
+    expect(loadConfig(SECRETS).api).toMatchObject({ shutdownTimeoutMs: 10000, shutdownDrainMs: 5000 });
+    expect(problemsOf({ ...SECRETS, SHUTDOWN_DRAIN_MS: '10000' })).toEqual([
+      'SHUTDOWN_DRAIN_MS: must be less than SHUTDOWN_TIMEOUT_MS',
+    ]);
+    expect(problemsOf({ ...SECRETS, SHUTDOWN_DRAIN_MS: '20000', SHUTDOWN_TIMEOUT_MS: '30000' })).toEqual([]);
+  });
+
   it('should seed demo data by default only on the embedded default outside production', () => {
     expect(loadConfig(SECRETS).demo.seed).toBe(true);
     expect(loadConfig({ ...SECRETS, DB_TYPE: 'postgres' }).demo.seed).toBe(false);

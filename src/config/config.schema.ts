@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { decodeKey32 } from './parse';
+import { localUrlFor } from './service-address';
 import { Env, readAll, Values, VariableSpec } from './variable';
 import { VARS } from './variables';
 
@@ -42,6 +43,8 @@ export interface AppConfig {
     publicUrl: string | undefined;
     bodyLimitBytes: number;
     shutdownTimeoutMs: number;
+    /** The HTTP drain's share of the shutdown (issue 20 #5, health/http-drain.service.ts). */
+    shutdownDrainMs: number;
     /** Fastify `trustProxy`: which peers' X-Forwarded-For is believed for the client address. */
     trustProxy: boolean | string;
   };
@@ -116,8 +119,13 @@ export interface AppConfig {
   proxy: {
     host: string;
     port: number;
-    /** Base URL of the service the proxy forwards to. */
+    /** Base URL of the service the proxy forwards to (PROXY_UPSTREAM, else from API_HOST and API_PORT). */
     upstream: string;
+    /**
+     * PROXY_UPSTREAM is unset: forward to the service started from the same directory, wherever
+     * it listens (./data/.service.json), and to `upstream` while none runs.
+     */
+    followService: boolean;
     /** `<tenant_code>.<baseDomain>` names a tenant. */
     baseDomain: string;
     tenantCacheTtlS: number;
@@ -225,7 +233,12 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     problems.push('DEMO_PASSWORD: required to seed demo data in production');
   }
 
-  const proxyUpstream = v.PROXY_UPSTREAM ?? `http://127.0.0.1:${port}`;
+  // Issue 20 #6: outside production only this machine reaches the service (Swagger UI there
+  // offers ready-made tenant headers); a container or a server sets 0.0.0.0.
+  const defaultHost = isProduction ? '0.0.0.0' : '127.0.0.1';
+  const apiHost = v.API_HOST ?? defaultHost;
+  // Issue 20 #7: the proxy reads the service's address from the same configuration.
+  const proxyUpstream = v.PROXY_UPSTREAM ?? localUrlFor(apiHost, port);
   const proxyBaseDomain = (v.PROXY_BASE_DOMAIN ?? 'localhost').toLowerCase().replace(/^\.+|\.+$/g, '');
   if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/.test(proxyBaseDomain)) {
     problems.push(
@@ -238,11 +251,12 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     nodeEnv,
     isProduction,
     api: {
-      host: v.API_HOST ?? '0.0.0.0',
+      host: apiHost,
       port,
       publicUrl: v.PUBLIC_URL,
       bodyLimitBytes: v.BODY_LIMIT_BYTES(),
       shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS(),
+      shutdownDrainMs: v.SHUTDOWN_DRAIN_MS(),
       trustProxy: trustProxyOf(v.TRUST_PROXY ?? 'loopback'),
     },
     cors: corsOf(problems, v.CORS_ORIGINS, nodeEnv),
@@ -327,9 +341,10 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     demo: { seed, password: demoPassword },
     metricsEnabled: v.METRICS_ENABLED,
     proxy: {
-      host: v.PROXY_HOST ?? '0.0.0.0',
+      host: v.PROXY_HOST ?? defaultHost,
       port: v.PROXY_PORT(),
       upstream: proxyUpstream.replace(/\/$/, ''),
+      followService: v.PROXY_UPSTREAM === undefined,
       baseDomain: proxyBaseDomain,
       tenantCacheTtlS: v.PROXY_TENANT_CACHE_TTL_S(),
       tenantMissTtlS: v.PROXY_TENANT_MISS_TTL_S(),
@@ -337,6 +352,10 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     generatedSecrets,
   };
   if (config.db.pool.min > config.db.pool.max) problems.push('DB_POOL_MIN: must not exceed DB_POOL_MAX');
+  // The workers and pools are stopped after the drain, within the same overall bound.
+  if (config.api.shutdownDrainMs >= config.api.shutdownTimeoutMs) {
+    problems.push('SHUTDOWN_DRAIN_MS: must be less than SHUTDOWN_TIMEOUT_MS');
+  }
   if (problems.length > 0) throw new ConfigValidationError(problems);
   return config;
 }

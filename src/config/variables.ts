@@ -1,5 +1,12 @@
 import { decodeKey32, parseDurationSeconds } from './parse';
+import { isIP } from 'node:net';
 import { bool, int, oneOf, text, verbatim } from './variable';
+
+/** An IP address (v4 or v6) or a host name, as `listen` takes it; not a URL. */
+function hostRule(value: string): string | undefined {
+  if (isIP(value) !== 0 || /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i.test(value)) return undefined;
+  return `must be an IP address (127.0.0.1, 0.0.0.0, ::) or a host name (got "${value}")`;
+}
 
 /**
  * Every environment variable the service reads, one declaration each: name, default, description,
@@ -12,7 +19,11 @@ export const VARS = {
     description: 'development | production | test',
     default: 'development',
   }),
-  API_HOST: text('API_HOST', { description: 'Interface the HTTP server binds to', default: '0.0.0.0' }),
+  API_HOST: text('API_HOST', {
+    description:
+      'Address the HTTP server binds to; unset = 127.0.0.1 (this machine only) outside production, 0.0.0.0 (every interface) in production. 0.0.0.0 or :: exposes it, e.g. in a container',
+    rule: hostRule,
+  }),
   API_PORT: int('API_PORT', { description: 'HTTP port (spec §8)', default: '8008', min: 0, max: 65535 }),
   PUBLIC_URL: text('PUBLIC_URL', {
     description: 'URL printed in the banner and docs; defaults to http://localhost:API_PORT',
@@ -328,17 +339,24 @@ export const VARS = {
     secret: true,
   }),
   SHUTDOWN_TIMEOUT_MS: int('SHUTDOWN_TIMEOUT_MS', {
-    description: 'Longest graceful shutdown before the process exits',
+    description: 'Longest graceful shutdown before the process exits (exit code 1)',
     default: '10000',
     min: 100,
+  }),
+  SHUTDOWN_DRAIN_MS: int('SHUTDOWN_DRAIN_MS', {
+    description:
+      'Longest HTTP drain of a shutdown: requests received before the signal finish, later ones get 503 NOT_READY; then the busy connections are closed. Less than SHUTDOWN_TIMEOUT_MS',
+    default: '5000',
+    min: 0,
   }),
   METRICS_ENABLED: bool('METRICS_ENABLED', {
     description: 'Serve Prometheus metrics at /metrics',
     default: 'true',
   }),
   PROXY_HOST: text('PROXY_HOST', {
-    description: 'Tenant proxy (npm run proxy, D7): interface it binds to',
-    default: '0.0.0.0',
+    description:
+      'Tenant proxy (npm run proxy, D7): address it binds to; unset = 127.0.0.1 outside production, 0.0.0.0 in production',
+    rule: hostRule,
   }),
   PROXY_PORT: int('PROXY_PORT', {
     description: 'Tenant proxy: HTTP port',
@@ -347,7 +365,8 @@ export const VARS = {
     max: 65535,
   }),
   PROXY_UPSTREAM: text('PROXY_UPSTREAM', {
-    description: 'Tenant proxy: URL of the service; defaults to http://127.0.0.1:API_PORT',
+    description:
+      'Tenant proxy: URL of the service; unset = the service started from the same directory (./data/.service.json), else API_HOST:API_PORT',
     rule: (v) =>
       /^https?:\/\/[^/?#\s]+\/?$/.test(v) ? undefined : `must be http(s)://host[:port] (got "${v}")`,
   }),

@@ -24,6 +24,15 @@ import { ProbeChecks } from './probe-checks';
 import { ReadinessFlag, ReadinessService } from './readiness.service';
 
 type Indicator = () => Promise<HealthIndicatorResult>;
+
+/**
+ * The indicator of the cache store (issue 20 #8). Spec §3.3 calls its readiness flag `redis`, but
+ * the flag is set by the PING of whichever store is configured (D2) — on the embedded default an
+ * in-process store, no Redis at all — so the probes name what they check: `cache-store`, with
+ * the store's `kind` (`memory` or `redis`) and, on /readyz and /livez, `flag: "redis"`. The flag
+ * keeps its spec name everywhere else (the gate's 503 details, `service_readiness{flag}`).
+ */
+const CACHE_STORE = 'cache-store';
 /** /healthz's answer: HealthCheckResult's shape (an interface: decorated signatures need a value-free type). */
 type Liveness = HealthCheckResult;
 
@@ -87,7 +96,7 @@ export class HealthController {
   @ApiOkResponse({ schema: HEALTH_SCHEMA })
   @ApiServiceUnavailableResponse({ schema: HEALTH_SCHEMA })
   async readyz(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthCheckResult> {
-    return this.run(reply, this.flagIndicators());
+    return this.run(reply, this.flagIndicators(false));
   }
 
   @Get('livez')
@@ -98,7 +107,7 @@ export class HealthController {
   @ApiOkResponse({ schema: HEALTH_SCHEMA })
   @ApiServiceUnavailableResponse({ schema: HEALTH_SCHEMA })
   async livez(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthCheckResult> {
-    return this.run(reply, [...this.flagIndicators(), this.dbIndicator(), this.cacheIndicator()]);
+    return this.run(reply, [...this.flagIndicators(true), this.dbIndicator()]);
   }
 
   @Get(['health', 'api/v1/health'])
@@ -106,7 +115,7 @@ export class HealthController {
   @ApiOkResponse({ schema: HEALTH_SCHEMA })
   @ApiServiceUnavailableResponse({ schema: HEALTH_SCHEMA })
   async healthSummary(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthCheckResult> {
-    return this.run(reply, [this.dbIndicator(), this.cacheIndicator()]);
+    return this.run(reply, [this.dbIndicator(), this.cacheStoreIndicator({ ping: true })]);
   }
 
   @Get('health/db')
@@ -122,7 +131,7 @@ export class HealthController {
   @ApiOkResponse({ schema: HEALTH_SCHEMA })
   @ApiServiceUnavailableResponse({ schema: HEALTH_SCHEMA })
   async healthRedis(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthCheckResult> {
-    return this.run(reply, [this.cacheIndicator()]);
+    return this.run(reply, [this.cacheStoreIndicator({ ping: true })]);
   }
 
   /** `embedded` = SQLite + in-process cache; `server` = a database server and/or Redis. */
@@ -130,12 +139,20 @@ export class HealthController {
     return this.config.db.type === 'sqlite' && !this.config.cache.url ? 'embedded' : 'server';
   }
 
-  private flagIndicators(): Indicator[] {
+  /**
+   * The three readiness flags of spec §3.3 (D40), each under the name of what it checks: the
+   * `redis` flag as `cache-store` (see CACHE_STORE), `externalDbs` and `cache` as they are. With
+   * `ping` (/livez), `cache-store` also needs the cache PING now.
+   */
+  private flagIndicators(ping: boolean): Indicator[] {
     const flags = this.readiness.snapshot();
-    return (Object.keys(flags) as ReadinessFlag[]).map((flag) => async () => {
-      const check = this.indicators.check(flag);
-      return flags[flag] ? check.up() : check.down({ message: 'not ready' });
-    });
+    const named = (flag: Exclude<ReadinessFlag, 'redis'>): Indicator => {
+      return async () => {
+        const check = this.indicators.check(flag);
+        return flags[flag] ? check.up() : check.down({ message: 'not ready' });
+      };
+    };
+    return [this.cacheStoreIndicator({ flag: flags.redis, ping }), named('externalDbs'), named('cache')];
   }
 
   private dbIndicator(): Indicator {
@@ -148,13 +165,20 @@ export class HealthController {
     };
   }
 
-  private cacheIndicator(): Indicator {
+  /**
+   * The cache store (Redis or the in-process store, `kind`): with `flag`, whether start-up's
+   * connect and PING succeeded (the readiness flag `redis`, named in the details); with `ping`,
+   * whether it answers PING now.
+   */
+  private cacheStoreIndicator(options: { flag?: boolean; ping: boolean }): Indicator {
     return async () => {
-      const check = this.indicators.check('cache');
+      const check = this.indicators.check(CACHE_STORE);
+      const details: Record<string, string> = { kind: this.cache.kind };
+      if (options.flag !== undefined) details.flag = 'redis';
+      if (options.flag === false) return check.down({ ...details, message: 'not ready' });
+      if (!options.ping) return check.up(details);
       const { ok } = await this.checks.cache();
-      return ok
-        ? check.up({ kind: this.cache.kind })
-        : check.down({ kind: this.cache.kind, message: 'PING failed' });
+      return ok ? check.up(details) : check.down({ ...details, message: 'PING failed' });
     };
   }
 

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { HealthController } from './health.controller';
+import { HttpDrainService } from './http-drain.service';
 import { HttpHooksService } from './http-hooks.service';
 import { MetricsController } from './metrics.controller';
 import { MetricsService } from './metrics.service';
@@ -11,7 +12,14 @@ import { StartupService } from './startup.service';
 @Module({
   imports: [TerminusModule.forRoot({ logger: false })],
   controllers: [HealthController, MetricsController],
-  providers: [ReadinessService, StartupService, MetricsService, HttpHooksService, ProbeChecks],
-  exports: [ReadinessService, StartupService, MetricsService],
+  providers: [
+    ReadinessService,
+    StartupService,
+    MetricsService,
+    HttpHooksService,
+    HttpDrainService,
+    ProbeChecks,
+  ],
+  exports: [ReadinessService, StartupService, MetricsService, HttpDrainService],
 })
 export class HealthModule {}

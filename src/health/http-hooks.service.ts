@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { NotReadyError } from '../common/errors/app-error';
 import { errorBody } from '../common/http/envelope';
 import { requestScope } from '../common/request-scope';
+import { HttpDrainService } from './http-drain.service';
 import { MetricsService } from './metrics.service';
 import { PROBE_PATHS, ReadinessService } from './readiness.service';
 
@@ -23,6 +24,7 @@ export class HttpHooksService implements OnModuleInit {
     private readonly adapterHost: HttpAdapterHost,
     private readonly readiness: ReadinessService,
     private readonly metrics: MetricsService,
+    private readonly drain: HttpDrainService,
   ) {}
 
   onModuleInit(): void {
@@ -47,10 +49,23 @@ export class HttpHooksService implements OnModuleInit {
         requestScope.enter(scope, done);
         return;
       }
-      const err = new NotReadyError(this.readiness.snapshot());
+      const stopping = this.drain.draining;
+      if (stopping) {
+        // Shutdown (issue 20 #5): no answer of the drain leaves its connection open, and a
+        // request whose bytes were queued before the signal is still served.
+        void reply.header('connection', 'close');
+        if (this.drain.admit(this.readiness.started)) {
+          const scope = { requestId: request.id, tenantId: undefined, userId: undefined };
+          request.logScope = scope;
+          requestScope.enter(scope, done);
+          return;
+        }
+      }
+      const err = new NotReadyError(this.readiness.snapshot(), stopping);
+      request.errorCode = err.code;
       void reply
         .status(err.status)
-        .header('retry-after', '5')
+        .headers(err.headers)
         .send(errorBody(err.code, err.message, err.details, request.id));
     });
 

@@ -31,8 +31,13 @@ export class ReadinessService {
     return { ...this.flags };
   }
 
+  /** All three flags are set: start-up is done (whether or not the service is shutting down). */
+  get started(): boolean {
+    return this.flags.redis && this.flags.externalDbs && this.flags.cache;
+  }
+
   get ready(): boolean {
-    return !this.shuttingDown && this.flags.redis && this.flags.externalDbs && this.flags.cache;
+    return !this.shuttingDown && this.started;
   }
 
   /** During graceful shutdown /readyz turns 503 so load balancers drain the instance. */

@@ -6,14 +6,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { buildTenantProxy } from '../../src/tenant/proxy/tenant-proxy';
+import { chromiumMissingMessage, findChromium } from './chromium';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { TEST_SECRETS } from '../support/test-database';
 
 const ROOT = join(__dirname, '..', '..');
 export const ARTIFACTS = join(ROOT, 'test', 'artifacts');
 
-/** The machine's Chromium (Debian package `chromium`); CHROMIUM_PATH overrides. */
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** The machine's Chromium (chromium.ts: CHROMIUM_PATH, else on PATH); global-setup.ts checked it. */
+function chromiumPath(): string {
+  const { path, tried } = findChromium();
+  if (!path) throw new Error(chromiumMissingMessage(tried));
+  return path;
+}
 
 export interface BrowserRig {
   t: TestApp;
@@ -55,7 +60,7 @@ export async function startBrowserRig(label: string): Promise<BrowserRig> {
     });
     await proxy.listen({ host: '127.0.0.1', port: 0 });
     browser = await chromium.launch({
-      executablePath: CHROMIUM,
+      executablePath: chromiumPath(),
       headless: true,
       // *.localhost is loopback in Chromium already; the rule pins it to the IPv4 the proxy listens on.
       args: [

@@ -67,7 +67,7 @@ describe('Probe floods (issue 9 #5)', () => {
 
     expect(answers.map((a) => a.statusCode).filter((s) => s !== 200)).toEqual([]);
     expect(answers[0].json().details.database.status).toBe('up');
-    expect(answers[499].json().details.cache.status).toBe('up');
+    expect(answers[499].json().details['cache-store'].status).toBe('up');
     expect(selectOnes).toBeGreaterThanOrEqual(1);
     expect(selectOnes).toBeLessThanOrEqual(allowedChecks(floodMs));
     expect(pings).toBeLessThanOrEqual(allowedChecks(floodMs));

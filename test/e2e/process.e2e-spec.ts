@@ -1,10 +1,11 @@
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { encryptTenantHeader } from '../../src/tenant/tenant-header.crypto';
 import { DEMO_PASSWORD, TENANT } from '../support/auth';
+import { buildService } from '../support/service-cluster';
 import { waitFor } from '../support/test-app';
 import { TEST_SECRETS } from '../support/test-database';
 
@@ -38,7 +39,7 @@ describe('The service process (npm start)', () => {
   const port = 20000 + Math.floor(Math.random() * 20000);
 
   beforeAll(() => {
-    execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'ignore' });
+    buildService();
     cwd = mkdtempSync(join(tmpdir(), 'mtb-process-'));
   });
 
@@ -57,6 +58,8 @@ describe('The service process (npm start)', () => {
       await waitFor(async () => /Ready in \d+ ms/.test(run.stdout()), 10000);
       const out = run.stdout();
       expect(out).toContain(`Service     http://localhost:${port}`);
+      // Outside production only this machine can reach it (issue 20 #6).
+      expect(out).toContain(`Listening   127.0.0.1:${port} (this machine only; API_HOST=0.0.0.0 exposes it)`);
       expect(out).toContain('Mode        embedded (SQLite + in-process cache)');
       expect(out).toContain('Database    sqlite ./data/app.sqlite');
       expect(out).toContain('Cache       in-process');

@@ -46,10 +46,15 @@ describe('Readiness gate (spec §3.3)', () => {
     expect(res.json().info.process.ready).toBe(false);
   });
 
-  it('should answer /readyz and /livez with 503 and show the redis flag down', async () => {
+  it('should answer /readyz and /livez with 503 and show the cache store (the redis flag) down', async () => {
     const ready = await get('/readyz');
     expect(ready.statusCode).toBe(503);
-    expect(ready.json().error.redis.status).toBe('down');
+    expect(ready.json().error['cache-store']).toEqual({
+      status: 'down',
+      kind: 'redis',
+      flag: 'redis',
+      message: 'not ready',
+    });
     expect((await get('/livez')).statusCode).toBe(503);
   });
 
@@ -76,7 +81,10 @@ describe('Readiness gate (spec §3.3)', () => {
     );
     await waitFor(async () => (await get('/readyz')).statusCode === 200, 30000, 200);
     expect((await get('/livez')).statusCode).toBe(200);
-    expect((await get('/health/redis')).json().details.cache).toEqual({ status: 'up', kind: 'redis' });
+    expect((await get('/health/redis')).json().details['cache-store']).toEqual({
+      status: 'up',
+      kind: 'redis',
+    });
     expect((await get('/no/such/route')).statusCode).toBe(404);
   });
 });

@@ -2,6 +2,7 @@ import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buildService } from '../support/service-cluster';
 import { waitFor } from '../support/test-app';
 
 const ROOT = join(__dirname, '..', '..');
@@ -45,7 +46,7 @@ describe("The README's curl walk-through", () => {
   const port = 20000 + Math.floor(Math.random() * 20000);
 
   beforeAll(async () => {
-    execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'ignore' });
+    buildService();
     cwd = mkdtempSync(join(tmpdir(), 'mtb-readme-'));
     child = spawn(process.execPath, [join(ROOT, 'dist', 'main.js')], {
       cwd,

@@ -131,6 +131,35 @@ describe('Request log lines (spec §6.3)', () => {
     });
   });
 
+  it('should name the error code in the access line of every error answer, and none on a success (issue 20 #8)', async () => {
+    const cases = [
+      { url: '/api/v1/customers?limit=abc', headers, status: 400, errorCode: 'VALIDATION_ERROR' },
+      {
+        url: '/api/v1/auth/profile',
+        headers: { 'x-tenant-id': headers['x-tenant-id'] },
+        status: 401,
+        errorCode: 'UNAUTHORIZED',
+      },
+      { url: '/api/v1/customers/999999', headers, status: 404, errorCode: 'NOT_FOUND' },
+      { url: '/no/such/route', headers: {}, status: 404, errorCode: 'NOT_FOUND' },
+      { url: '/test/log-probe/boom', headers, status: 500, errorCode: 'SERVICE_ERROR' },
+    ];
+    const { parsed } = await linesOf(async () => {
+      for (const c of cases) {
+        const res = await app.inject({ method: 'GET', url: c.url, headers: c.headers });
+        expect([c.url, res.statusCode, res.json().error?.code]).toEqual([c.url, c.status, c.errorCode]);
+      }
+      await app.inject({ method: 'GET', url: '/api/v1/customers?limit=1', headers });
+    });
+    for (const c of cases) {
+      expect(accessLine(parsed, c.url)).toMatchObject({
+        res: { statusCode: c.status },
+        errorCode: c.errorCode,
+      });
+    }
+    expect(accessLine(parsed, '/api/v1/customers?limit=1')).not.toHaveProperty('errorCode');
+  });
+
   it('should write the lines of a service during a request with each key once', async () => {
     let requestId = '';
     const { parsed } = await linesOf(async () => {

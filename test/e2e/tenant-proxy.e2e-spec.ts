@@ -459,7 +459,8 @@ describe('The built CLI and proxy processes (npm run tenant-header, npm run prox
       const exited = new Promise<number | null>((resolve) => child?.on('exit', (code) => resolve(code)));
 
       await waitFor(async () => out.includes('\n'), 20000);
-      expect(out).toContain(`Tenant proxy http://127.0.0.1:${proxyPort} -> ${upstream}`);
+      // A loopback bind is shown as localhost, the form <tenant_code>.localhost takes.
+      expect(out).toContain(`Tenant proxy http://localhost:${proxyPort} -> ${upstream} (`);
       expect(out).toContain('<tenant_code>.localhost');
       expect(out.trim().split('\n')).toHaveLength(1);
 

@@ -1,6 +1,6 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,14 +19,50 @@ const MAIN = join(ROOT, 'dist', 'main.js');
 
 let built = false;
 
-/** `npm run build` once per test file (as process.e2e-spec.ts does): the processes run dist/. */
+// Per checkout: other checkouts on the machine build their own dist/.
+const BUILD_LOCK = join(
+  tmpdir(),
+  `mtb-build-lock-${createHash('sha1').update(ROOT).digest('hex').slice(0, 12)}`,
+);
+/** A lock older than this is left over from a killed run. */
+const BUILD_LOCK_STALE_MS = 5 * 60_000;
+
+/** Blocks the thread (the build is synchronous too). */
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/**
+ * Builds dist/ when a source changed since the last build, once per test file: the processes run
+ * dist/. Test files run in parallel and several start processes; a forced build rewrote dist/
+ * under the processes of another file (a lazily required module read half-written), so builds
+ * take a lock (a directory, created atomically) and are skipped when dist/ is current.
+ */
 export function buildService(): void {
   if (built) return;
+  const deadline = Date.now() + BUILD_LOCK_STALE_MS;
+  for (;;) {
+    try {
+      mkdirSync(BUILD_LOCK);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const age = Date.now() - (statSync(BUILD_LOCK, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+      if (age > BUILD_LOCK_STALE_MS || Date.now() > deadline)
+        rmSync(BUILD_LOCK, { recursive: true, force: true });
+      else sleepSync(200);
+    }
+  }
   try {
-    execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'pipe' });
+    execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-if-stale.js'), '--quiet'], {
+      cwd: ROOT,
+      stdio: 'pipe',
+    });
   } catch (err) {
     const { stdout, stderr } = err as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(`npm run build failed:\n${String(stdout ?? '')}${String(stderr ?? '')}`);
+    throw new Error(`The build failed:\n${String(stdout ?? '')}${String(stderr ?? '')}`);
+  } finally {
+    rmSync(BUILD_LOCK, { recursive: true, force: true });
   }
   built = true;
 }

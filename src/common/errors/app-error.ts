@@ -82,8 +82,18 @@ export class RateLimitedError extends AppError {
   }
 }
 
+/**
+ * 503 NOT_READY (spec §3.3) with the readiness flags: while starting up, and during a graceful
+ * shutdown (issue 20 #5), where another instance can take the request at once.
+ */
 export class NotReadyError extends AppError {
-  constructor(flags: Record<string, boolean>) {
-    super('NOT_READY', 'Service is starting up and not ready yet', flags, {}, { 'Retry-After': '5' });
+  constructor(flags: Record<string, boolean>, shuttingDown = false) {
+    super(
+      'NOT_READY',
+      shuttingDown ? 'Service is shutting down' : 'Service is starting up and not ready yet',
+      flags,
+      {},
+      { 'Retry-After': shuttingDown ? '1' : '5' },
+    );
   }
 }

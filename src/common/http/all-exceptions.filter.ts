@@ -194,6 +194,7 @@ export function sendError(
   const t = translateError(exception);
   if (t.unexpected) logUnexpectedError(logger, request, exception, options);
   if (reply.sent) return;
+  request.errorCode = t.code;
   for (const [k, v] of Object.entries(t.headers ?? {})) void reply.header(k, v);
   void reply
     .status(t.status)

@@ -83,6 +83,7 @@ export function overloadPressureHandler(
     }
     lastShedAt = at;
     options.onShed?.(type);
+    request.errorCode = 'OVERLOADED';
     // The x-request-id hook (HttpHooksService) runs after this one: echo the id here (D19).
     void reply
       .status(503)

@@ -1,10 +1,13 @@
 /**
  * `npm run proxy`: the tenant reverse proxy (D7). Maps `<tenant_code>.PROXY_BASE_DOMAIN` to the
  * tenant id (app_tenants on the configured database), injects the encrypted x-tenant-id and
- * forwards to PROXY_UPSTREAM. Same configuration (.env, ./data/.dev-secrets.json) as `npm start`.
+ * forwards to PROXY_UPSTREAM, else to the service started from the same directory (wherever it
+ * listens), else to API_HOST:API_PORT. Same configuration (.env, ./data/.dev-secrets.json) as
+ * `npm start`.
  */
 import { pinoBaseOptions } from '../../common/logging';
 import { configOrExit } from '../../config/environment';
+import { FollowedUpstream } from './followed-upstream';
 import { DatabaseTenantSource, TenantDirectory } from './tenant-directory';
 import { buildTenantProxy } from './tenant-proxy';
 
@@ -16,8 +19,9 @@ async function main(): Promise<void> {
     ttlMs: proxy.tenantCacheTtlS * 1000,
     missTtlMs: proxy.tenantMissTtlS * 1000,
   });
+  const followed = proxy.followService ? new FollowedUpstream(proxy.upstream) : undefined;
   const app = await buildTenantProxy({
-    upstream: proxy.upstream,
+    upstream: followed ? () => followed.current() : proxy.upstream,
     baseDomain: proxy.baseDomain,
     tenantEncryptionKey: config.crypto.tenantEncryptionKey,
     resolveTenant: (code) => directory.resolve(code),
@@ -27,10 +31,14 @@ async function main(): Promise<void> {
 
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : proxy.port;
-  const shownHost = proxy.host === '0.0.0.0' || proxy.host === '::' ? 'localhost' : proxy.host;
+  // A loopback or wildcard bind is shown as localhost: the form <tenant_code>.localhost takes.
+  const shownHost = ['0.0.0.0', '::', '127.0.0.1', '::1'].includes(proxy.host) ? 'localhost' : proxy.host;
   const database = config.db.type === 'sqlite' ? config.db.name : `${config.db.name}@${config.db.host}`;
+  const target = followed
+    ? `the service started in this directory (now ${followed.current()})`
+    : proxy.upstream;
   process.stdout.write(
-    `Tenant proxy http://${shownHost}:${port} -> ${proxy.upstream} ` +
+    `Tenant proxy http://${shownHost}:${port} -> ${target} ` +
       `(tenant from Host <tenant_code>.${proxy.baseDomain}, looked up in ${config.db.type} ${database})\n`,
   );
 

@@ -18,8 +18,8 @@ import { tenantCodeFromHost } from './tenant-host';
 export const TENANT_HEADER = 'x-tenant-id';
 
 export interface TenantProxyOptions {
-  /** Base URL of the service, e.g. http://127.0.0.1:8008. */
-  upstream: string;
+  /** Base URL of the service, e.g. http://127.0.0.1:8008; a function is asked per request. */
+  upstream: string | (() => string);
   /** `<tenant_code>.<baseDomain>` selects the tenant. */
   baseDomain: string;
   /** TENANT_ENCRYPTION_KEY: the same key the service decrypts with (spec §5, D5). */
@@ -67,7 +67,8 @@ export async function buildTenantProxy(options: TenantProxyOptions): Promise<Fas
     throw new Error('TENANT_ENCRYPTION_KEY must be 32 bytes as 64 hex characters or base64 (D5)');
   }
   const withTimestamp = options.timestamp !== false;
-  const upstream = options.upstream.replace(/\/+$/, '');
+  const upstreamOf = options.upstream;
+  const upstream = typeof upstreamOf === 'string' ? upstreamOf.replace(/\/+$/, '') : '';
 
   const app = Fastify({
     logger: options.logger ?? false,
@@ -139,6 +140,7 @@ export async function buildTenantProxy(options: TenantProxyOptions): Promise<Fas
     upstream,
     disableRequestLogging: true,
     replyOptions: {
+      ...(typeof upstreamOf === 'function' ? { getUpstream: () => upstreamOf().replace(/\/+$/, '') } : {}),
       rewriteRequestHeaders: (request, headers) => {
         const tenant = tenantOf.get(request as FastifyRequest);
         if (!tenant) throw new Error('No tenant resolved for a forwarded request');

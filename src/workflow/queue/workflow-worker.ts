@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { AppConfig } from '../../config/config.schema';
@@ -21,7 +21,7 @@ const MIN_IDLE_MS = 25;
  * WORKFLOW_WORKER=off leaves this instance serving the API only.
  */
 @Injectable()
-export class WorkflowWorker implements OnApplicationBootstrap, OnApplicationShutdown {
+export class WorkflowWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('WorkflowWorker');
   /** Names this worker in wfq_claimed_by. */
   readonly workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -56,16 +56,26 @@ export class WorkflowWorker implements OnApplicationBootstrap, OnApplicationShut
     this.loopDone = this.loop();
   }
 
-  /** Stops claiming, then waits (up to the lease) for the steps that run; their rows' leases expire otherwise. */
-  async onApplicationShutdown(): Promise<void> {
+  /**
+   * Stops claiming, then waits (up to the lease) for the steps that run; their rows' leases expire
+   * otherwise. Before the application's shutdown hooks, which close the pools the steps use
+   * (issue 20 #5); claiming already stopped when readiness fell at the signal.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
     if (!this.running) return;
     this.running = false;
     this.stopListening?.();
     this.wake();
     await this.loopDone;
+    const running = this.active.size;
     const pending = Promise.allSettled([...this.active.values()]);
     await Promise.race([pending, new Promise((r) => setTimeout(r, this.config.workflow.leaseMs).unref())]);
     if (this.renewTimer) clearInterval(this.renewTimer);
+    const left = this.active.size;
+    this.logger.log(
+      { stepsFinished: running - left, stepsLeftToLease: left },
+      `Workflow worker stopped: ${running - left} running step(s) finished, ${left} left to their lease`,
+    );
   }
 
   /** Steps running now on this instance. */
