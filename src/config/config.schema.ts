@@ -70,6 +70,8 @@ export interface AppConfig {
    */
   rateLimit: {
     points: number;
+    /** Per user within the tenant's points, same window (issue 21 #4). */
+    userPoints: number;
     windowS: number;
     publicPoints: number;
     publicWindowS: number;
@@ -218,6 +220,12 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     );
   }
   const connectionTimeoutMs = v.SQL_CONNECTION_TIMEOUT();
+  // A quarter by default: one runaway account (a script, a stuck page) leaves three quarters of the
+  // tenant's budget to its other users, and it takes four busy accounts to spend it all.
+  const ratePoints = v.RATE_LIMIT_POINTS();
+  const userPoints = v.USER_RATE_LIMIT_POINTS(Math.ceil(ratePoints / 4));
+  if (userPoints > ratePoints)
+    problems.push(`USER_RATE_LIMIT_POINTS: must not exceed RATE_LIMIT_POINTS (${ratePoints})`);
 
   const config: AppConfig = {
     nodeEnv,
@@ -276,7 +284,8 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       connectionEncryptionKey: v.CONNECTION_ENCRYPTION_KEY ?? tenantKey ?? '',
     },
     rateLimit: {
-      points: v.RATE_LIMIT_POINTS(),
+      points: ratePoints,
+      userPoints,
       windowS: v.RATE_LIMIT_WINDOW_S(),
       publicPoints: v.PUBLIC_RATE_LIMIT_POINTS(),
       publicWindowS: v.PUBLIC_RATE_LIMIT_WINDOW_S(),

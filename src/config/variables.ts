@@ -169,6 +169,11 @@ export const VARS = {
     default: '10',
     min: 1,
   }),
+  USER_RATE_LIMIT_POINTS: int('USER_RATE_LIMIT_POINTS', {
+    description:
+      "Requests per user per RATE_LIMIT_WINDOW_S, within the tenant limit (one account cannot spend its tenant's budget); unset = a quarter of RATE_LIMIT_POINTS",
+    min: 1,
+  }),
   PUBLIC_RATE_LIMIT_POINTS: int('PUBLIC_RATE_LIMIT_POINTS', {
     description:
       'Requests to public tenant routes (tenant-config, signin, signup-otp, create-account) per client address per window',
