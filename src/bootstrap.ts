@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { FastifyServerOptions } from 'fastify';
 import type { Type } from '@nestjs/common';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { NestFactory } from '@nestjs/core';
@@ -20,17 +21,25 @@ import { setupSwagger } from './openapi/openapi.setup';
 
 /**
  * The Fastify adapter with one change: the body parsers that Nest and Fastify register are
- * replaced by ours (see json-body.ts): only `application/json` in UTF-8 is read, an empty (or
- * whitespace-only) body is no body instead of a 400, and a body of any other type (form,
- * text, multipart, another charset) answers 415 UNSUPPORTED_MEDIA_TYPE.
+ * replaced by ours (see json-body.ts): only `application/json` in UTF-8, at most BODY_MAX_DEPTH
+ * deep, is read, an empty (or whitespace-only) body is no body instead of a 400, and a body of any
+ * other type (form, text, multipart, another charset) answers 415 UNSUPPORTED_MEDIA_TYPE.
  */
 class AppFastifyAdapter extends FastifyAdapter {
   private parsersInstalled = false;
 
+  constructor(
+    options: FastifyServerOptions & { skipMiddie?: boolean },
+    /** BODY_MAX_DEPTH: the deepest JSON body read (issue 21 #5). */
+    private readonly bodyMaxDepth: number,
+  ) {
+    super(options);
+  }
+
   override registerParserMiddleware(prefix?: string, rawBody?: boolean): void {
     super.registerParserMiddleware(prefix, rawBody);
     if (this.parsersInstalled) return;
-    installBodyParsers(this.getInstance(), rawBody === true);
+    installBodyParsers(this.getInstance(), rawBody === true, this.bodyMaxDepth);
     this.parsersInstalled = true;
   }
 }
@@ -43,27 +52,30 @@ export async function createApp(
   config: AppConfig,
   options: { logger?: boolean; extraModules?: Type[] } = {},
 ): Promise<NestFastifyApplication> {
-  const adapter = new AppFastifyAdapter({
-    bodyLimit: config.api.bodyLimitBytes,
-    // request.ip is the client's address: X-Forwarded-For is believed from these peers only.
-    trustProxy: config.api.trustProxy,
-    // D19: keep a sane client x-request-id, else generate one; stored on the raw request for pino-http.
-    genReqId: (req: IncomingMessage) => {
-      const id = requestIdFor(req);
-      (req as typeof req & { id?: string }).id = id;
-      return id;
+  const adapter = new AppFastifyAdapter(
+    {
+      bodyLimit: config.api.bodyLimitBytes,
+      // request.ip is the client's address: X-Forwarded-For is believed from these peers only.
+      trustProxy: config.api.trustProxy,
+      // D19: keep a sane client x-request-id, else generate one; stored on the raw request for pino-http.
+      genReqId: (req: IncomingMessage) => {
+        const id = requestIdFor(req);
+        (req as typeof req & { id?: string }).id = id;
+        return id;
+      },
+      forceCloseConnections: 'idle',
+      // No Nest middleware is mounted (the access line is a Fastify hook): without @fastify/middie
+      // no request pays for walking an empty middleware chain.
+      skipMiddie: true,
+      return503OnClosing: true,
+      // Answers Fastify and Node give before any route or filter runs, in the error envelope too:
+      // undecodable or over-long path parameters (400, 414), and what Node's HTTP parser refuses
+      // (malformed request 400, head over maxHeaderSize 431 / request line 414, timeout 408).
+      frameworkErrors: frameworkErrorHandler,
+      clientErrorHandler,
     },
-    forceCloseConnections: 'idle',
-    // No Nest middleware is mounted (the access line is a Fastify hook): without @fastify/middie
-    // no request pays for walking an empty middleware chain.
-    skipMiddie: true,
-    return503OnClosing: true,
-    // Answers Fastify and Node give before any route or filter runs, in the error envelope too:
-    // undecodable or over-long path parameters (400, 414), and what Node's HTTP parser refuses
-    // (malformed request 400, head over maxHeaderSize 431 / request line 414, timeout 408).
-    frameworkErrors: frameworkErrorHandler,
-    clientErrorHandler,
-  });
+    config.api.bodyMaxDepth,
+  );
   const app = await NestFactory.create<NestFastifyApplication>(
     AppModule.forRoot(config, options.extraModules),
     adapter,

@@ -40,6 +40,8 @@ export interface AppConfig {
     port: number;
     publicUrl: string | undefined;
     bodyLimitBytes: number;
+    /** Deepest JSON nesting of a request body (issue 21 #5). */
+    bodyMaxDepth: number;
     shutdownTimeoutMs: number;
     /** Fastify `trustProxy`: which peers' X-Forwarded-For is believed for the client address. */
     trustProxy: boolean | string;
@@ -235,6 +237,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       port,
       publicUrl: v.PUBLIC_URL,
       bodyLimitBytes: v.BODY_LIMIT_BYTES(),
+      bodyMaxDepth: v.BODY_MAX_DEPTH(),
       shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS(),
       trustProxy: trustProxyOf(v.TRUST_PROXY ?? 'loopback'),
     },

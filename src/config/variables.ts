@@ -201,6 +201,13 @@ export const VARS = {
     default: '1048576',
     min: 1024,
   }),
+  BODY_MAX_DEPTH: int('BODY_MAX_DEPTH', {
+    description: 'Deepest nesting of arrays and objects in a JSON request body; deeper → 400',
+    default: '64',
+    min: 8,
+    // JSON.stringify, which the service runs on stored JSON, fails somewhere past 5,000 levels.
+    max: 1000,
+  }),
   OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: int('OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', {
     description:
       'Shed load (503 OVERLOADED, Retry-After) while the mean event-loop delay of the last sample exceeds this, ms; 0 = off',

@@ -106,7 +106,7 @@ describe('Per-user rate limit (issue 21 #4)', () => {
     });
 
   describe('with the default of a quarter of the tenant limit', () => {
-    beforeAll(() => start('ratelimit_user', { RATE_LIMIT_WINDOW_S: '600' }));
+    beforeAll(() => start('ratelimit_user', { RATE_LIMIT_WINDOW_S: '600', USER_RATE_LIMIT_POINTS: '' }));
     afterAll(stop);
 
     it('should stop one account at 250 of 400 requests while the tenant admin is still served', async () => {
