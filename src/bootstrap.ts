@@ -12,11 +12,12 @@ import { envelopedRoutes, installEnvelope } from './common/http/envelope.hook';
 import { clientErrorHandler, frameworkErrorHandler } from './common/http/client-errors.hook';
 import { installBodyParsers } from './common/http/json-body.hook';
 import { installOverloadProtection } from './common/http/overload.hook';
+import { installSecurityHeaders } from './common/http/security-headers.hook';
 import { requestIdFor } from './common/http/request-id';
 import { installAccessLog, pinoParams, QuietFrameworkLogger } from './common/logging';
 import type { AppConfig } from './config/config.schema';
 import { MetricsService } from './health/metrics.service';
-import { ReadinessService } from './health/readiness.service';
+import { PROBE_PATHS, ReadinessService } from './health/readiness.service';
 import { setupSwagger } from './openapi/openapi.setup';
 
 /**
@@ -90,6 +91,12 @@ export async function createApp(
   // preflight is answered (204) even while the readiness gate holds, and the gate's 503 and every
   // error envelope carry the CORS headers of an allowed origin.
   installCors(app.getHttpAdapter().getInstance(), config.cors);
+  // Issue 21 #6: helmet's headers, the HTML pages' CSP, HSTS over TLS, Cache-Control: no-store, on
+  // every answer after CORS's preflights, the readiness gate's and load shedding's 503s included;
+  // not on the probes, which no browser renders.
+  installSecurityHeaders(app.getHttpAdapter().getInstance(), config.securityHeaders, (url) =>
+    url === undefined ? false : PROBE_PATHS.has(url),
+  );
   // Issue 13 #6: 503 OVERLOADED under event-loop pressure, probes exempt; its hook runs after CORS's.
   const shed = new Counter({
     name: 'http_requests_shed_total',

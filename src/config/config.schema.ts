@@ -51,6 +51,8 @@ export interface AppConfig {
    * http(s)://localhost:* or *.localhost:* origin (the development default); else exact origins.
    */
   cors: { mode: 'none' | 'any' | 'dev-localhost' | 'list'; origins: string[] };
+  /** Issue 21 #6 (security-headers.hook.ts): HSTS max-age on requests over TLS, 0 = off. */
+  securityHeaders: { hstsMaxAgeS: number };
   log: { level: LogLevel; pretty: boolean };
   db: DatabaseConfig;
   cache: {
@@ -242,6 +244,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       trustProxy: trustProxyOf(v.TRUST_PROXY ?? 'loopback'),
     },
     cors: corsOf(problems, v.CORS_ORIGINS, nodeEnv),
+    securityHeaders: { hstsMaxAgeS: v.HSTS_MAX_AGE_S() },
     log: {
       level: v.LOG_LEVEL,
       pretty:

@@ -22,6 +22,12 @@ export const VARS = {
       'Peers whose X-Forwarded-For gives the client address: true | false | loopback | comma list of addresses/CIDRs',
     default: 'loopback',
   }),
+  HSTS_MAX_AGE_S: int('HSTS_MAX_AGE_S', {
+    description:
+      'Strict-Transport-Security max-age, sent only on requests over TLS (the socket, or X-Forwarded-Proto from a TRUST_PROXY peer); 0 = never',
+    default: '31536000',
+    min: 0,
+  }),
   CORS_ORIGINS: text('CORS_ORIGINS', {
     description:
       'CORS (D44): comma list of origins, or * for any origin without credentials; unset = none in production, http://localhost:* in development',

@@ -1,24 +1,29 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { DataSource } from 'typeorm';
 import { DatabaseService } from '../../src/database/database.service';
-import { authHeaders, signin, TENANT, tenantHeader } from '../support/auth';
+import { authHeaders, DEMO_PASSWORD, signin, TENANT, tenantHeader } from '../support/auth';
 import { startTestApp, TestApp, waitFor } from '../support/test-app';
 import { testDialect } from '../support/test-database';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
 /**
- * Issue 21 #5 and #7, repeated by `npm run test:security`: what a viewer could turn into a 500
- * (D45 says 400 naming the field, or 404 for ids), on every dialect, and the loose e-mail and
- * text rules. Each answer is the error envelope with its code and field, never a 500, and a
- * refused write changes nothing.
+ * Issue 21 #5, #6 and #7, repeated by `npm run test:security`: what a viewer could turn into a 500
+ * (D45 says 400 naming the field, or 404 for ids), on every dialect; the security headers and
+ * Cache-Control of answers; the loose e-mail and text rules. Each refused answer is the error
+ * envelope with its code and field, never a 500, and a refused write changes nothing.
  */
 describe(`Hardening: 500s a viewer could trigger, e-mail and text rules (issue 21, ${testDialect()})`, () => {
   let t: TestApp;
   let ds: DataSource;
+  let exportDir = '';
   const token: Record<'viewer' | 'admin' | 'root', string> = { viewer: '', admin: '', root: '' };
 
   beforeAll(async () => {
-    t = await startTestApp({ label: 'hardening', env: { WORKFLOW_POLL_MS: '50' } });
+    exportDir = mkdtempSync(join(tmpdir(), 'hardening-exports-'));
+    t = await startTestApp({ label: 'hardening', env: { WORKFLOW_POLL_MS: '50', EXPORT_DIR: exportDir } });
     ds = t.app.get(DatabaseService).dataSource;
     for (const who of ['viewer', 'admin', 'root'] as const)
       token[who] = (await signin(t.app, TENANT.acme, `${who}@acme.test`)).token;
@@ -26,6 +31,7 @@ describe(`Hardening: 500s a viewer could trigger, e-mail and text rules (issue 2
 
   afterAll(async () => {
     await t?.close();
+    rmSync(exportDir, { recursive: true, force: true });
   });
 
   async function call(
@@ -370,6 +376,102 @@ describe(`Hardening: 500s a viewer could trigger, e-mail and text rules (issue 2
         .where('c.cus_id = :id', { id: res.body.data.id })
         .getRawOne<{ name: string; notes: string }>();
       expect(row).toEqual({ name: 'مرحبا', notes });
+    });
+  });
+
+  describe('security headers and Cache-Control (issue 21 #6: none before)', () => {
+    const SECURITY = {
+      'x-content-type-options': 'nosniff',
+      'x-frame-options': 'DENY',
+      'referrer-policy': 'no-referrer',
+      'cross-origin-resource-policy': 'same-origin',
+    };
+    const API_CSP = "default-src 'none';frame-ancestors 'none'";
+
+    async function get(url: string, headers: Record<string, string> = {}, remoteAddress?: string) {
+      return t.app.inject({ method: 'GET', url, headers, ...(remoteAddress ? { remoteAddress } : {}) });
+    }
+
+    it('should send them with no-store on authenticated answers and their errors', async () => {
+      const auth = authHeaders(TENANT.acme, token.viewer);
+      for (const [url, status] of [
+        ['/api/v1/customers?limit=2', 200],
+        ['/api/v1/customers/1', 200],
+        ['/api/v1/auth/profile', 200],
+        ['/api/v1/customers/999999', 404],
+        ['/api/v1/customers?filters%5Bnope%5D=1', 400],
+        ['/api/v1/dataviews/customers_grid/data?page=0&pageSize=2', 200],
+      ] as const) {
+        const res = await get(url, auth);
+        expect([url, res.statusCode]).toEqual([url, status]);
+        expect(res.headers).toMatchObject({
+          ...SECURITY,
+          'content-security-policy': API_CSP,
+          'cache-control': 'no-store',
+        });
+      }
+    });
+
+    it('should send them on answers without a user too: 401, sign-in (a token), unknown routes', async () => {
+      const signinAnswer = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/signin',
+        headers: { 'x-tenant-id': tenantHeader(TENANT.acme) },
+        payload: { email_id: 'viewer@acme.test', password: DEMO_PASSWORD },
+      });
+      for (const res of [
+        signinAnswer,
+        await get('/api/v1/auth/profile', { 'x-tenant-id': tenantHeader(TENANT.acme) }),
+        await get('/api/v1/nowhere/at/all'),
+      ])
+        expect(res.headers).toMatchObject({ ...SECURITY, 'cache-control': 'no-store' });
+      expect(signinAnswer.statusCode).toBe(200);
+    });
+
+    it("should keep a route's own Cache-Control: configuration delivery revalidates by ETag (D50)", async () => {
+      const res = await get('/api/v1/config/pages/customer_form', authHeaders(TENANT.acme, token.viewer));
+      expect(res.statusCode).toBe(200);
+      expect(res.headers).toMatchObject({ ...SECURITY, 'cache-control': 'private, no-cache' });
+    });
+
+    it('should keep a download its own headers and add the security headers', async () => {
+      const exported = await call('POST', '/api/v1/dataviews/customers_grid/export', 'viewer', {
+        format: 'csv',
+      });
+      expect(exported.status).toBe(200);
+      const res = await get(exported.body.data.downloadUrl, authHeaders(TENANT.acme, token.viewer));
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-disposition']).toMatch(/^attachment; filename="customers.*\.csv"$/);
+      expect(res.headers).toMatchObject({
+        ...SECURITY,
+        'content-security-policy': API_CSP,
+        'cache-control': 'private, no-store',
+      });
+    });
+
+    it('should give Swagger UI a page policy that allows its own scripts and styles', async () => {
+      const res = await get('/api-docs');
+      expect(res.statusCode).toBe(200);
+      expect(res.headers).toMatchObject(SECURITY);
+      expect(res.headers['content-security-policy']).toMatch(/default-src 'self'.*script-src 'self'/);
+    });
+
+    it('should send HSTS over TLS only, as a trusted proxy reports it (TRUST_PROXY=loopback)', async () => {
+      const https = { 'x-forwarded-proto': 'https' };
+      expect(
+        (await get('/api/v1/auth/tenant-config', { ...https, 'x-tenant-id': tenantHeader(TENANT.acme) }))
+          .headers['strict-transport-security'],
+      ).toBe('max-age=31536000; includeSubDomains');
+      expect(
+        (await get('/api/v1/nowhere', https, '10.9.9.9')).headers['strict-transport-security'],
+      ).toBeUndefined();
+      expect((await get('/api/v1/nowhere')).headers['strict-transport-security']).toBeUndefined();
+    });
+
+    it('should leave the probes alone (no browser renders them)', async () => {
+      const res = await get('/healthz');
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-security-policy']).toBeUndefined();
     });
   });
 });
