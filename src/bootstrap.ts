@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http';
-import type { FastifyServerOptions } from 'fastify';
 import type { Type } from '@nestjs/common';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { NestFactory } from '@nestjs/core';
@@ -11,6 +10,7 @@ import { installDirectRoutes } from './common/http/direct-routes.hook';
 import { envelopedRoutes, installEnvelope } from './common/http/envelope.hook';
 import { clientErrorHandler, frameworkErrorHandler } from './common/http/client-errors.hook';
 import { installBodyParsers } from './common/http/json-body.hook';
+import { DEFAULT_JSON_MAX_DEPTH } from './common/http/json-depth';
 import { installOverloadProtection } from './common/http/overload.hook';
 import { installSecurityHeaders } from './common/http/security-headers.hook';
 import { requestIdFor } from './common/http/request-id';
@@ -22,20 +22,14 @@ import { setupSwagger } from './openapi/openapi.setup';
 
 /**
  * The Fastify adapter with one change: the body parsers that Nest and Fastify register are
- * replaced by ours (see json-body.ts): only `application/json` in UTF-8, at most BODY_MAX_DEPTH
+ * replaced by ours (see json-body.ts): only `application/json` in UTF-8, at most `bodyMaxDepth`
  * deep, is read, an empty (or whitespace-only) body is no body instead of a 400, and a body of any
  * other type (form, text, multipart, another charset) answers 415 UNSUPPORTED_MEDIA_TYPE.
  */
 class AppFastifyAdapter extends FastifyAdapter {
   private parsersInstalled = false;
-
-  constructor(
-    options: FastifyServerOptions & { skipMiddie?: boolean },
-    /** BODY_MAX_DEPTH: the deepest JSON body read (issue 21 #5). */
-    private readonly bodyMaxDepth: number,
-  ) {
-    super(options);
-  }
+  /** BODY_MAX_DEPTH (issue 21 #5): set before init, which installs the parsers. */
+  bodyMaxDepth = DEFAULT_JSON_MAX_DEPTH;
 
   override registerParserMiddleware(prefix?: string, rawBody?: boolean): void {
     super.registerParserMiddleware(prefix, rawBody);
@@ -53,30 +47,28 @@ export async function createApp(
   config: AppConfig,
   options: { logger?: boolean; extraModules?: Type[] } = {},
 ): Promise<NestFastifyApplication> {
-  const adapter = new AppFastifyAdapter(
-    {
-      bodyLimit: config.api.bodyLimitBytes,
-      // request.ip is the client's address: X-Forwarded-For is believed from these peers only.
-      trustProxy: config.api.trustProxy,
-      // D19: keep a sane client x-request-id, else generate one; stored on the raw request for pino-http.
-      genReqId: (req: IncomingMessage) => {
-        const id = requestIdFor(req);
-        (req as typeof req & { id?: string }).id = id;
-        return id;
-      },
-      forceCloseConnections: 'idle',
-      // No Nest middleware is mounted (the access line is a Fastify hook): without @fastify/middie
-      // no request pays for walking an empty middleware chain.
-      skipMiddie: true,
-      return503OnClosing: true,
-      // Answers Fastify and Node give before any route or filter runs, in the error envelope too:
-      // undecodable or over-long path parameters (400, 414), and what Node's HTTP parser refuses
-      // (malformed request 400, head over maxHeaderSize 431 / request line 414, timeout 408).
-      frameworkErrors: frameworkErrorHandler,
-      clientErrorHandler,
+  const adapter = new AppFastifyAdapter({
+    bodyLimit: config.api.bodyLimitBytes,
+    // request.ip is the client's address: X-Forwarded-For is believed from these peers only.
+    trustProxy: config.api.trustProxy,
+    // D19: keep a sane client x-request-id, else generate one; stored on the raw request for pino-http.
+    genReqId: (req: IncomingMessage) => {
+      const id = requestIdFor(req);
+      (req as typeof req & { id?: string }).id = id;
+      return id;
     },
-    config.api.bodyMaxDepth,
-  );
+    forceCloseConnections: 'idle',
+    // No Nest middleware is mounted (the access line is a Fastify hook): without @fastify/middie
+    // no request pays for walking an empty middleware chain.
+    skipMiddie: true,
+    return503OnClosing: true,
+    // Answers Fastify and Node give before any route or filter runs, in the error envelope too:
+    // undecodable or over-long path parameters (400, 414), and what Node's HTTP parser refuses
+    // (malformed request 400, head over maxHeaderSize 431 / request line 414, timeout 408).
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
+  });
+  adapter.bodyMaxDepth = config.api.bodyMaxDepth;
   const app = await NestFactory.create<NestFastifyApplication>(
     AppModule.forRoot(config, options.extraModules),
     adapter,
