@@ -10,27 +10,31 @@ import { installDirectRoutes } from './common/http/direct-routes.hook';
 import { envelopedRoutes, installEnvelope } from './common/http/envelope.hook';
 import { clientErrorHandler, frameworkErrorHandler } from './common/http/client-errors.hook';
 import { installBodyParsers } from './common/http/json-body.hook';
+import { DEFAULT_JSON_MAX_DEPTH } from './common/http/json-depth';
 import { installOverloadProtection } from './common/http/overload.hook';
+import { installSecurityHeaders } from './common/http/security-headers.hook';
 import { requestIdFor } from './common/http/request-id';
 import { installAccessLog, pinoParams, QuietFrameworkLogger } from './common/logging';
 import type { AppConfig } from './config/config.schema';
 import { MetricsService } from './health/metrics.service';
-import { ReadinessService } from './health/readiness.service';
+import { PROBE_PATHS, ReadinessService } from './health/readiness.service';
 import { setupSwagger } from './openapi/openapi.setup';
 
 /**
  * The Fastify adapter with one change: the body parsers that Nest and Fastify register are
- * replaced by ours (see json-body.ts): only `application/json` in UTF-8 is read, an empty (or
- * whitespace-only) body is no body instead of a 400, and a body of any other type (form,
- * text, multipart, another charset) answers 415 UNSUPPORTED_MEDIA_TYPE.
+ * replaced by ours (see json-body.ts): only `application/json` in UTF-8, at most `bodyMaxDepth`
+ * deep, is read, an empty (or whitespace-only) body is no body instead of a 400, and a body of any
+ * other type (form, text, multipart, another charset) answers 415 UNSUPPORTED_MEDIA_TYPE.
  */
 class AppFastifyAdapter extends FastifyAdapter {
   private parsersInstalled = false;
+  /** BODY_MAX_DEPTH (issue 21 #5): set before init, which installs the parsers. */
+  bodyMaxDepth = DEFAULT_JSON_MAX_DEPTH;
 
   override registerParserMiddleware(prefix?: string, rawBody?: boolean): void {
     super.registerParserMiddleware(prefix, rawBody);
     if (this.parsersInstalled) return;
-    installBodyParsers(this.getInstance(), rawBody === true);
+    installBodyParsers(this.getInstance(), rawBody === true, this.bodyMaxDepth);
     this.parsersInstalled = true;
   }
 }
@@ -64,6 +68,7 @@ export async function createApp(
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
   });
+  adapter.bodyMaxDepth = config.api.bodyMaxDepth;
   const app = await NestFactory.create<NestFastifyApplication>(
     AppModule.forRoot(config, options.extraModules),
     adapter,
@@ -78,6 +83,12 @@ export async function createApp(
   // preflight is answered (204) even while the readiness gate holds, and the gate's 503 and every
   // error envelope carry the CORS headers of an allowed origin.
   installCors(app.getHttpAdapter().getInstance(), config.cors);
+  // Issue 21 #6: helmet's headers, the HTML pages' CSP, HSTS over TLS, Cache-Control: no-store, on
+  // every answer after CORS's preflights, the readiness gate's and load shedding's 503s included;
+  // not on the probes, which no browser renders.
+  installSecurityHeaders(app.getHttpAdapter().getInstance(), config.securityHeaders, (url) =>
+    url === undefined ? false : PROBE_PATHS.has(url),
+  );
   // Issue 13 #6: 503 OVERLOADED under event-loop pressure, probes exempt; its hook runs after CORS's.
   const shed = new Counter({
     name: 'http_requests_shed_total',

@@ -41,6 +41,8 @@ const SUITES = [
   'test/e2e/content-types.e2e-spec.ts',
   'test/e2e/request-logs.e2e-spec.ts',
   'test/e2e/signin-throttle.e2e-spec.ts',
+  'test/e2e/rate-limit.e2e-spec.ts',
+  'test/e2e/hardening.e2e-spec.ts',
   'test/e2e/route-protection.e2e-spec.ts',
   'test/e2e/export-jobs.e2e-spec.ts',
   'test/e2e/export-load.e2e-spec.ts',

@@ -1,9 +1,15 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsEmailAddress } from '../common/validation/text.decorators';
+import { NormalisedEmail } from './signup.dto';
 
 export class SigninDto {
   @ApiProperty({ example: 'admin@acme.test' })
-  // Checked bottom-up with stopAtFirstError: a missing field is reported as 'required' only.
+  // Checked bottom-up with stopAtFirstError: a missing field is reported as 'required' only. The
+  // address is checked as sign-in compares it (trimmed, lower case): an address no account can
+  // have answers 400, as on sign-up (issue 21 #5, #7).
+  @NormalisedEmail()
+  @IsEmailAddress()
   @MaxLength(254)
   @IsString({ message: 'must be a string' })
   @IsNotEmpty({ message: 'required' })

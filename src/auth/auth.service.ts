@@ -8,7 +8,7 @@ import { TenantLookupService } from '../tenant/tenant-lookup.service';
 import type { ProfileDto, SigninDto, SigninResponseDto } from './auth.dto';
 import { hashPassword, verifyPassword } from './password';
 import { RevocationService } from './revocation.service';
-import { SigninThrottle } from './signin-throttle';
+import { SigninThrottle, type SigninOutcome } from './signin-throttle';
 import { TokenService } from './token.service';
 import { userStateOf } from './user-state';
 import { normaliseEmail, UserRecord, UsersRepository } from './users.repository';
@@ -52,17 +52,24 @@ export class AuthService {
   async signin(tenant: TenantContext, dto: SigninDto, clientAddress: string): Promise<SigninResponseDto> {
     const email = normaliseEmail(dto.email_id);
     const attempt = { tenantId: tenant.id, email, address: clientAddress };
-    await this.throttle.assertAllowed(attempt);
-    const user = await this.users.findByEmail(tenant.id, email);
-    // verifyPassword costs one hash verification even without a user: equal time either way (D12).
-    const check = await verifyPassword(user?.passwordHash, dto.password);
-    if (!user || !check.ok || !user.active) {
-      await this.throttle.recordFailure(attempt);
-      throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password');
+    // The slot is taken before the password is verified, so parallel attempts cannot overrun the
+    // throttle (D46, issue 21 #3); how the attempt ended is settled whatever the way out.
+    await this.throttle.reserve(attempt);
+    let outcome: SigninOutcome = 'aborted';
+    try {
+      const user = await this.users.findByEmail(tenant.id, email);
+      // verifyPassword costs one hash verification even without a user: equal time either way (D12).
+      const check = await verifyPassword(user?.passwordHash, dto.password);
+      if (!user || !check.ok || !user.active) {
+        outcome = 'failure';
+        throw new AppError('INVALID_CREDENTIALS', 'Invalid e-mail or password');
+      }
+      outcome = 'success';
+      if (check.needsRehash) await this.rehash(user, dto.password);
+      return await this.sessionFor(user, 'Sign-in successful');
+    } finally {
+      await this.throttle.settle(attempt, outcome);
     }
-    await this.throttle.recordSuccess(attempt);
-    if (check.needsRehash) await this.rehash(user, dto.password);
-    return this.sessionFor(user, 'Sign-in successful');
   }
 
   /** Token and the fields of spec §2.13 for a verified user (sign-in and account creation). */

@@ -24,16 +24,29 @@ export interface SigninAttempt {
   address: string;
 }
 
+/** How an attempt that held a slot ended: a failure keeps it spent, the others give it back. */
+export type SigninOutcome = 'failure' | 'success' | 'aborted';
+
 /**
- * Throttles failed sign-ins (D12, D39, D46) with rate-limiter-flexible, on Redis when configured
- * (shared by every instance), else in process. Two counters:
+ * Throttles sign-ins (D12, D39, D46) with rate-limiter-flexible, on Redis when configured (shared
+ * by every instance), else in process. Two counters:
  *  - tenant + e-mail + client address, 5 / 15 min: one source guessing is stopped quickly, without
  *    locking the real user out from elsewhere;
  *  - tenant + e-mail, 50 / hour: guessing spread over many addresses is bounded too, and only then
  *    is the account refused for everyone until the hour is over.
+ *
+ * Each attempt reserves its slot before its password is verified (`reserve`: one atomic increment
+ * per key, a Lua script on Redis), so attempts in flight count: N parallel attempts never verify
+ * more than the bounds allow (issue 21 #3: 100 in parallel verified 100 against a bound of 50).
+ * The address key is taken first and an attempt it refuses never touches the account key: a flood
+ * from one address spends that address's 5 only, and the real user still signs in from any other
+ * address (D46). An attempt the account key refuses gives its address slot back.
+ *
+ * `settle` ends the attempt: a failure keeps both slots spent; a success clears the address
+ * counter and gives back the account slot it held — only its own: the account counter is never
+ * cleared, otherwise each sign-in of the real user would hand a distributed guesser 50 more tries;
+ * an attempt that ended without a verdict (the database failed) gives both back.
  * With Redis unreachable, each instance counts on in process until Redis answers again.
- * A successful sign-in clears the address counter only. The account counter is never cleared by a
- * success: otherwise each sign-in of the real user would hand a distributed guesser 50 more tries.
  */
 @Injectable()
 export class SigninThrottle {
@@ -67,28 +80,41 @@ export class SigninThrottle {
     return `${this.accountKey(a)}:${hash(a.address || 'unknown')}`;
   }
 
-  /** 429 RATE_LIMITED with Retry-After when either counter is used up. */
-  async assertAllowed(attempt: SigninAttempt): Promise<void> {
-    const [address, account] = await Promise.all([
-      this.perAddress.get(this.addressKey(attempt)).catch(() => null),
-      this.perAccount.get(this.accountKey(attempt)).catch(() => null),
-    ]);
-    const blocked = [
-      address && address.consumedPoints >= SIGNIN_MAX_FAILURES ? address : null,
-      account && account.consumedPoints >= SIGNIN_ACCOUNT_MAX_FAILURES ? account : null,
-    ].filter((r): r is RateLimiterRes => r !== null);
-    if (blocked.length > 0) throw tooMany(Math.max(...blocked.map((r) => r.msBeforeNext)));
+  /** Takes one slot of each counter, or answers 429 RATE_LIMITED (Retry-After) holding none. */
+  async reserve(attempt: SigninAttempt): Promise<void> {
+    const addressKey = this.addressKey(attempt);
+    const refused = await take(this.perAddress, addressKey);
+    if (refused) throw tooMany(refused.msBeforeNext);
+    const accountRefused = await take(this.perAccount, this.accountKey(attempt));
+    if (accountRefused) {
+      await this.perAddress.reward(addressKey).catch(() => undefined);
+      throw tooMany(accountRefused.msBeforeNext);
+    }
   }
 
-  async recordFailure(attempt: SigninAttempt): Promise<void> {
+  /** Ends an attempt that `reserve` let through. */
+  async settle(attempt: SigninAttempt, outcome: SigninOutcome): Promise<void> {
+    if (outcome === 'failure') return;
     await Promise.all([
-      this.perAddress.consume(this.addressKey(attempt)).catch(() => undefined),
-      this.perAccount.consume(this.accountKey(attempt)).catch(() => undefined),
+      outcome === 'success'
+        ? this.perAddress.delete(this.addressKey(attempt)).catch(() => undefined)
+        : this.perAddress.reward(this.addressKey(attempt)).catch(() => undefined),
+      this.perAccount.reward(this.accountKey(attempt)).catch(() => undefined),
     ]);
   }
+}
 
-  async recordSuccess(attempt: SigninAttempt): Promise<void> {
-    await this.perAddress.delete(this.addressKey(attempt)).catch(() => undefined);
+/**
+ * One point of `key`; the refusal when the counter was already used up. A store error that is not
+ * a refusal lets the attempt through as before (the Redis limiters fall back to their in-process
+ * insurance limiter first, so this is a last resort that never happens in practice).
+ */
+async function take(limiter: RateLimiterAbstract, key: string): Promise<RateLimiterRes | undefined> {
+  try {
+    await limiter.consume(key);
+    return undefined;
+  } catch (rejection) {
+    return rejection instanceof RateLimiterRes ? rejection : undefined;
   }
 }
 

@@ -1,7 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import {
-  IsEmail,
   IsNotEmpty,
   IsString,
   Matches,
@@ -11,10 +10,11 @@ import {
   ValidateIf,
   ValidationArguments,
 } from 'class-validator';
+import { IsEmailAddress, IsWellFormedText } from '../common/validation/text.decorators';
 import { normaliseEmail } from './users.repository';
 
 /** The e-mail as sign-in compares it: trimmed and lower-cased before it is validated. */
-const NormalisedEmail = (): PropertyDecorator =>
+export const NormalisedEmail = (): PropertyDecorator =>
   Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? normaliseEmail(value) : value));
 
 /** `session` excludes `email_id` and `otp`: a request uses one form of create-account, never both. */
@@ -35,7 +35,7 @@ const OnlyForm = (): PropertyDecorator =>
 export class SignupOtpDto {
   @ApiProperty({ example: 'new.user@example.com', maxLength: 100 })
   @NormalisedEmail()
-  @IsEmail({}, { message: 'must be an e-mail address' })
+  @IsEmailAddress()
   @MaxLength(100, { message: 'must be at most 100 characters' })
   @IsString({ message: 'must be a string' })
   @IsNotEmpty({ message: 'required' })
@@ -57,7 +57,7 @@ export class CreateAccountDto {
   @ApiPropertyOptional({ example: 'new.user@example.com', description: 'With otp; not with session' })
   @ValidateIf((o: CreateAccountDto) => o.session === undefined || o.email_id !== undefined)
   @NormalisedEmail()
-  @IsEmail({}, { message: 'must be an e-mail address' })
+  @IsEmailAddress()
   @MaxLength(100, { message: 'must be at most 100 characters' })
   @IsString({ message: 'must be a string' })
   @IsNotEmpty({ message: 'required' })
@@ -82,6 +82,8 @@ export class CreateAccountDto {
   session?: string;
 
   @ApiProperty({ minLength: 8, maxLength: 1024, example: 'a-long-Passw0rd' })
+  // A lone surrogate would be hashed as U+FFFD: two different passwords would be one.
+  @IsWellFormedText()
   @MaxLength(1024, { message: 'must be at most 1024 characters' })
   @MinLength(8, { message: 'must be at least 8 characters' })
   @IsString({ message: 'must be a string' })

@@ -43,6 +43,7 @@ describe('loadConfig', () => {
     expect(c.db.pool).toEqual({ max: 100, min: 10, idleTimeoutMs: 30000, acquireTimeoutMs: 60000 });
     expect(c.rateLimit).toEqual({
       points: 1000,
+      userPoints: 500,
       windowS: 10,
       publicPoints: 300,
       publicWindowS: 60,
@@ -52,6 +53,15 @@ describe('loadConfig', () => {
     expect(c.api.bodyLimitBytes).toBe(1048576);
     expect(c.exports.ttlS).toBe(3600);
     expect(c.crypto.connectionEncryptionKey).toBe(SECRETS.TENANT_ENCRYPTION_KEY);
+  });
+
+  it('should derive the per-user rate limit from the tenant limit unless it is set, never above it', () => {
+    expect(loadConfig({ ...SECRETS, RATE_LIMIT_POINTS: '10' }).rateLimit.userPoints).toBe(5);
+    expect(loadConfig({ ...SECRETS, RATE_LIMIT_POINTS: '1' }).rateLimit.userPoints).toBe(1);
+    expect(loadConfig({ ...SECRETS, USER_RATE_LIMIT_POINTS: '1000' }).rateLimit.userPoints).toBe(1000);
+    expect(problemsOf({ ...SECRETS, USER_RATE_LIMIT_POINTS: '1001' })).toEqual([
+      'USER_RATE_LIMIT_POINTS: must not exceed RATE_LIMIT_POINTS (1000)',
+    ]);
   });
 
   it('should pick the port and user of each server dialect by default', () => {

@@ -42,6 +42,8 @@ export interface AppConfig {
     port: number;
     publicUrl: string | undefined;
     bodyLimitBytes: number;
+    /** Deepest JSON nesting of a request body (issue 21 #5). */
+    bodyMaxDepth: number;
     shutdownTimeoutMs: number;
     /** The HTTP drain's share of the shutdown (issue 20 #5, health/http-drain.service.ts). */
     shutdownDrainMs: number;
@@ -53,6 +55,8 @@ export interface AppConfig {
    * http(s)://localhost:* or *.localhost:* origin (the development default); else exact origins.
    */
   cors: { mode: 'none' | 'any' | 'dev-localhost' | 'list'; origins: string[] };
+  /** Issue 21 #6 (security-headers.hook.ts): HSTS max-age on requests over TLS, 0 = off. */
+  securityHeaders: { hstsMaxAgeS: number };
   log: { level: LogLevel; pretty: boolean };
   db: DatabaseConfig;
   cache: {
@@ -74,6 +78,8 @@ export interface AppConfig {
    */
   rateLimit: {
     points: number;
+    /** Per user within the tenant's points, same window (issue 21 #4). */
+    userPoints: number;
     windowS: number;
     publicPoints: number;
     publicWindowS: number;
@@ -246,6 +252,13 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     );
   }
   const connectionTimeoutMs = v.SQL_CONNECTION_TIMEOUT();
+  // Half by default: one runaway account (a script, a stuck page) leaves half of the tenant's
+  // budget to its other users, while an integration account or a busy page still has 50 a second
+  // (at the default 1000 per 10 s) — well above what any one user's pages send.
+  const ratePoints = v.RATE_LIMIT_POINTS();
+  const userPoints = v.USER_RATE_LIMIT_POINTS(Math.ceil(ratePoints / 2));
+  if (userPoints > ratePoints)
+    problems.push(`USER_RATE_LIMIT_POINTS: must not exceed RATE_LIMIT_POINTS (${ratePoints})`);
 
   const config: AppConfig = {
     nodeEnv,
@@ -255,11 +268,13 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       port,
       publicUrl: v.PUBLIC_URL,
       bodyLimitBytes: v.BODY_LIMIT_BYTES(),
+      bodyMaxDepth: v.BODY_MAX_DEPTH(),
       shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS(),
       shutdownDrainMs: v.SHUTDOWN_DRAIN_MS(),
       trustProxy: trustProxyOf(v.TRUST_PROXY ?? 'loopback'),
     },
     cors: corsOf(problems, v.CORS_ORIGINS, nodeEnv),
+    securityHeaders: { hstsMaxAgeS: v.HSTS_MAX_AGE_S() },
     log: {
       level: v.LOG_LEVEL,
       pretty:
@@ -305,7 +320,8 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       connectionEncryptionKey: v.CONNECTION_ENCRYPTION_KEY ?? tenantKey ?? '',
     },
     rateLimit: {
-      points: v.RATE_LIMIT_POINTS(),
+      points: ratePoints,
+      userPoints,
       windowS: v.RATE_LIMIT_WINDOW_S(),
       publicPoints: v.PUBLIC_RATE_LIMIT_POINTS(),
       publicWindowS: v.PUBLIC_RATE_LIMIT_WINDOW_S(),

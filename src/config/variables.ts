@@ -33,6 +33,12 @@ export const VARS = {
       'Peers whose X-Forwarded-For gives the client address: true | false | loopback | comma list of addresses/CIDRs',
     default: 'loopback',
   }),
+  HSTS_MAX_AGE_S: int('HSTS_MAX_AGE_S', {
+    description:
+      'Strict-Transport-Security max-age, sent only on requests over TLS (the socket, or X-Forwarded-Proto from a TRUST_PROXY peer); 0 = never',
+    default: '31536000',
+    min: 0,
+  }),
   CORS_ORIGINS: text('CORS_ORIGINS', {
     description:
       'CORS (D44): comma list of origins, or * for any origin without credentials; unset = none in production, http://localhost:* in development',
@@ -180,6 +186,11 @@ export const VARS = {
     default: '10',
     min: 1,
   }),
+  USER_RATE_LIMIT_POINTS: int('USER_RATE_LIMIT_POINTS', {
+    description:
+      "Requests per user per RATE_LIMIT_WINDOW_S, within the tenant limit (one account cannot spend its tenant's budget); unset = half of RATE_LIMIT_POINTS",
+    min: 1,
+  }),
   PUBLIC_RATE_LIMIT_POINTS: int('PUBLIC_RATE_LIMIT_POINTS', {
     description:
       'Requests to public tenant routes (tenant-config, signin, signup-otp, create-account) per client address per window',
@@ -206,6 +217,13 @@ export const VARS = {
     description: 'Largest request body; larger → 413 (D39)',
     default: '1048576',
     min: 1024,
+  }),
+  BODY_MAX_DEPTH: int('BODY_MAX_DEPTH', {
+    description: 'Deepest nesting of arrays and objects in a JSON request body; deeper → 400',
+    default: '64',
+    min: 8,
+    // JSON.stringify, which the service runs on stored JSON, fails somewhere past 5,000 levels.
+    max: 1000,
   }),
   OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: int('OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', {
     description:

@@ -103,6 +103,29 @@ describe('validateValue', () => {
     [{ type: 'text' as const, maxLength: 3 }, 'abcd', 'must be at most 3 characters'],
     [{ type: 'boolean' as const }, true, 1],
     [{ type: 'date' as const }, '2025-02-30x', 'must be a date (YYYY-MM-DD)'],
+    [{ type: 'date' as const }, '2025-02-30', 'must be a calendar date (YYYY-MM-DD)'],
+    [{ type: 'email' as const }, 'x@b.cd<script>', 'must be an e-mail address'],
+    [{ type: 'email' as const }, 'x@b.c;d', 'must be an e-mail address'],
+    [{ type: 'email' as const }, 'x@-b.com', 'must be an e-mail address'],
+    [
+      { type: 'email' as const },
+      'x@b.cd\u202e',
+      'must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)',
+    ],
+    [{ type: 'email' as const }, '\ud800x@b.example', 'must be well-formed Unicode text'],
+    [{ type: 'text' as const }, 'Line 1\r\n\tLine 2\n', 'Line 1\r\n\tLine 2\n'],
+    [
+      { type: 'text' as const },
+      'ring\u0007',
+      'must not contain control characters (other than tab and line breaks)',
+    ],
+    [
+      { type: 'text' as const },
+      'evil\u202egnp.exe',
+      'must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)',
+    ],
+    [{ type: 'text' as const }, 'שלום\u200f (Hebrew)', 'שלום\u200f (Hebrew)'],
+    [{ type: 'select' as const }, 'gold\n', 'must not contain control characters'],
     [{ type: 'json' as const }, { a: [1] }, { a: [1] }],
   ])('%j %j → %j', (rules, raw, expected) => {
     const r = validateValue(field({ name: 'f', column: 'f', ...rules }), raw);

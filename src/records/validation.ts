@@ -1,11 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { FieldError } from '../common/errors/app-error';
+import { emailProblem, storedTextProblem, wellFormedProblem } from '../common/validation/text-rules';
 import { visibleFields, writableFieldNames } from '../profile/policy/masking';
 import type { EntityPolicy } from '../profile/policy/policy.model';
 import type { EntityInfo, FieldDef } from '../registry/registry.types';
 import { coerce } from './query/coerce';
 import { secretInputsOf, SecretInput } from './secret-inputs';
-import { textProblem } from './values';
 
 /**
  * The checks of a write payload that need no database (spec §4.3 create rules 1-3, update rule 2):
@@ -38,8 +38,6 @@ export interface CheckedPayload {
    */
   deferred: Array<{ key: string; field: FieldDef; raw: unknown }>;
 }
-
-const EMAIL = /^[^@\s]+@[^@\s.]+(\.[^@\s.]+)+$/;
 
 /**
  * Columns no request ever writes: key, tenant, soft delete, audit, supplementary data and the
@@ -84,13 +82,11 @@ export function validateValue(field: FieldDef, raw: unknown): { value?: unknown;
   }
 
   if (typeof value === 'string') {
-    const problem = textProblem(value);
-    if (problem) return { error: problem };
-    if (field.type === 'email') {
-      value = value.trim().toLowerCase();
-      if (!EMAIL.test(value as string)) return { error: 'must be an e-mail address' };
-    }
+    if (field.type === 'email') value = value.trim().toLowerCase();
     const s = value as string;
+    // Free text may span lines; an e-mail address or a value-set code may not (issue 21 #7).
+    const problem = field.type === 'email' ? emailProblem(s) : storedTextProblem(s, field.type === 'text');
+    if (problem) return { error: problem };
     if (field.maxLength !== undefined && [...s].length > field.maxLength)
       return { error: `must be at most ${field.maxLength} characters` };
     if (field.pattern !== undefined && !new RegExp(field.pattern).test(s))
@@ -138,7 +134,12 @@ export function checkPayload(
           field: key,
           error: `must be a string of ${secret.minLength} to ${secret.maxLength} characters`,
         });
-      } else out.secrets.push({ secret, plain: raw });
+      } else {
+        // A lone surrogate would be hashed as U+FFFD: two different passwords would be one.
+        const problem = wellFormedProblem(raw);
+        if (problem) out.errors.push({ field: key, error: problem });
+        else out.secrets.push({ secret, plain: raw });
+      }
       continue;
     }
     const field = entity.fields.find((f) => f.name === key);

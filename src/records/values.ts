@@ -12,7 +12,16 @@ export const INT32_MAX = 2147483647;
 export function parseRecordId(raw: string): number | undefined {
   if (!/^\d{1,10}$/.test(raw)) return undefined;
   const id = Number(raw);
-  return id >= 1 && id <= INT32_MAX ? id : undefined;
+  return isRecordId(id) ? id : undefined;
+}
+
+/**
+ * True when `id` can name a row: a key of the INT range. The use cases check it themselves
+ * (D45), so an id from anywhere — a workflow step's template, not only a path — that no row can
+ * have is a 404 rather than the driver's "out of range" error (issue 21 #5).
+ */
+export function isRecordId(id: number): boolean {
+  return Number.isInteger(id) && id >= 1 && id <= INT32_MAX;
 }
 
 /**
@@ -59,19 +68,6 @@ export function fromDb(field: FieldDef, value: unknown): unknown {
 export function decimalOf(field: FieldDef): { precision: number; scale: number } {
   const scale = field.scale ?? 2;
   return { precision: Math.max(field.precision ?? 12, scale), scale };
-}
-
-/**
- * Why a text value cannot be stored as it is, or undefined: text must be well-formed Unicode (no
- * lone surrogate, which no database column can hold the same way) and free of NUL, which
- * PostgreSQL refuses and the others would store, so that every dialect keeps the same text.
- */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-export function textProblem(value: string): string | undefined {
-  if (value.includes('\u0000')) return 'must not contain NUL characters';
-  if (LONE_SURROGATE.test(value)) return 'must be well-formed Unicode text';
-  return undefined;
 }
 
 /** A value for the field's column: booleans as 1/0 (every dialect), JSON as text (D1). */

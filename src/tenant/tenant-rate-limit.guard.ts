@@ -13,36 +13,61 @@ import { AppError, RateLimitedError } from '../common/errors/app-error';
 import type { AppConfig } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';
 
+/** A consume of RateLimiterRedis settled: the result, or the refusal. */
+type Spent = { ok: true; res: RateLimiterRes } | { ok: false; refusal: RateLimiterRes | undefined };
+
+function settle(consume: Promise<RateLimiterRes>): Promise<Spent> {
+  return consume.then(
+    (res) => ({ ok: true, res }),
+    (rejection: unknown) => ({
+      ok: false,
+      refusal: rejection instanceof RateLimiterRes ? rejection : undefined,
+    }),
+  );
+}
+
 /**
- * D39: RATE_LIMIT_POINTS requests per RATE_LIMIT_WINDOW_S per tenant, shared by every instance
- * through Redis when configured. Only authenticated requests spend it: the guard runs after
- * JwtAuthGuard and skips every request without a user (public routes, and anything refused
- * earlier never gets here), so no one without a valid token of the tenant can exhaust it.
- * Unauthenticated traffic is limited per client address instead (AddressLimitGuard). Routes
+ * D39: RATE_LIMIT_POINTS requests per RATE_LIMIT_WINDOW_S per tenant, and USER_RATE_LIMIT_POINTS
+ * per user within it (issue 21 #4: one account spent its tenant's whole budget), both shared by
+ * every instance through Redis when configured. Only authenticated requests spend them: the guard
+ * runs after JwtAuthGuard and skips every request without a user (public routes, and anything
+ * refused earlier never gets here), so no one without a valid token of the tenant can exhaust
+ * them. Unauthenticated traffic is limited per client address instead (AddressLimitGuard). Routes
  * outside any tenant (probes, metrics) are not limited.
+ *
+ * A request the user's budget refuses does not spend the tenant's: a user over their own limit
+ * keeps getting 429 without eating into what the tenant's other users have. In process the user's
+ * counter is asked first; with Redis both are asked at once (one round trip, not two) and the
+ * tenant's point of a refused request is given back.
  */
 @Injectable()
 export class TenantRateLimitGuard implements CanActivate {
   /** With Redis: shared by every instance. */
-  private readonly limiter: RateLimiterAbstract | undefined;
-  /** The embedded default: this process's count, synchronous. */
-  private readonly local: WindowCounter | undefined;
+  private readonly shared: { tenant: RateLimiterAbstract; user: RateLimiterAbstract } | undefined;
+  /** The embedded default: this process's counts, synchronous. */
+  private readonly local: { tenant: WindowCounter; user: WindowCounter } | undefined;
 
   constructor(@InjectConfig() config: AppConfig, cache: CacheService) {
-    const options = {
-      keyPrefix: `${cache.keys.prefix}:rate`,
-      points: config.rateLimit.points,
-      duration: config.rateLimit.windowS,
-    };
-    if (cache.store instanceof RedisCacheStore)
-      this.limiter = new RateLimiterRedis({
-        ...options,
-        storeClient: cache.store.client,
-        useRedisPackage: false,
-        // A cache outage must not take the API down: fall back to a per-process limit.
-        insuranceLimiter: new RateLimiterMemory(options),
-      });
-    else this.local = new WindowCounter(options.points, options.duration * 1000);
+    const { points, userPoints, windowS } = config.rateLimit;
+    if (cache.store instanceof RedisCacheStore) {
+      const client = cache.store.client;
+      const limiter = (keyPrefix: string, limit: number): RateLimiterAbstract => {
+        const options = { keyPrefix: `${cache.keys.prefix}:${keyPrefix}`, points: limit, duration: windowS };
+        return new RateLimiterRedis({
+          ...options,
+          storeClient: client,
+          useRedisPackage: false,
+          // A cache outage must not take the API down: fall back to a per-process limit.
+          insuranceLimiter: new RateLimiterMemory(options),
+        });
+      };
+      this.shared = { tenant: limiter('rate', points), user: limiter('rate-user', userPoints) };
+    } else {
+      this.local = {
+        tenant: new WindowCounter(points, windowS * 1000),
+        user: new WindowCounter(userPoints, windowS * 1000),
+      };
+    }
   }
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
@@ -50,25 +75,34 @@ export class TenantRateLimitGuard implements CanActivate {
     const request = http.getRequest<FastifyRequest>();
     if (!request.tenant || !request.user) return true;
     const reply = http.getResponse<FastifyReply>();
+    const tenantId = request.tenant.id;
+    const userKey = `${tenantId}:${request.user.userId}`;
     if (this.local) {
-      const verdict = this.local.consume(request.tenant.id);
-      if (!verdict.allowed) throw rateLimited(verdict.msBeforeNext);
-      void reply.header('x-ratelimit-remaining', String(verdict.remaining));
+      const mine = this.local.user.consume(userKey);
+      if (!mine.allowed) throw rateLimited('user', mine.msBeforeNext);
+      const theirs = this.local.tenant.consume(tenantId);
+      if (!theirs.allowed) throw rateLimited('tenant', theirs.msBeforeNext);
+      void reply.header('x-ratelimit-remaining', String(theirs.remaining));
       return true;
     }
-    return this.limiter!.consume(request.tenant.id).then(
-      (res) => {
-        void reply.header('x-ratelimit-remaining', String(res.remainingPoints));
-        return true;
-      },
-      (rejection: unknown) => {
-        if (rejection instanceof RateLimiterRes) throw rateLimited(rejection.msBeforeNext);
+    const { tenant, user } = this.shared!;
+    return Promise.all([settle(user.consume(userKey)), settle(tenant.consume(tenantId))]).then(
+      ([mine, theirs]) => {
+        // A store error that is no refusal lets the request through (the insurance limiter makes
+        // it all but impossible).
+        if (!mine.ok && mine.refusal) {
+          if (theirs.ok) void tenant.reward(tenantId).catch(() => undefined);
+          throw rateLimited('user', mine.refusal.msBeforeNext);
+        }
+        if (!theirs.ok && theirs.refusal) throw rateLimited('tenant', theirs.refusal.msBeforeNext);
+        // What the tenant has left (the documented header, D39).
+        if (theirs.ok) void reply.header('x-ratelimit-remaining', String(theirs.res.remainingPoints));
         return true;
       },
     );
   }
 }
 
-function rateLimited(msBeforeNext: number): AppError {
-  return new RateLimitedError('Too many requests for this tenant', msBeforeNext);
+function rateLimited(who: 'user' | 'tenant', msBeforeNext: number): AppError {
+  return new RateLimitedError(`Too many requests for this ${who}`, msBeforeNext);
 }

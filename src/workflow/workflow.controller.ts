@@ -16,7 +16,8 @@ import {
   RequireFeature,
   RequirePermission,
 } from '../common/decorators/context.decorators';
-import { ValidationError, type FieldError } from '../common/errors/app-error';
+import { NotFoundError, ValidationError, type FieldError } from '../common/errors/app-error';
+import { parseRecordId } from '../records/values';
 import { ApiErrors } from '../common/http/api-docs';
 import { Enveloped } from '../common/http/envelope';
 import type { AuthUser, TenantContext } from '../common/request-context';
@@ -39,10 +40,16 @@ import {
 
 const CODE = /^[A-Za-z0-9_.-]{1,100}$/;
 
-function positiveId(value: string, field = 'id'): number {
-  const id = /^\d{1,15}$/.test(value) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(id) || id < 1)
-    throw new ValidationError('Validation failed', [{ field, error: 'must be a positive integer' }]);
+/**
+ * An instance id from the path: 400 unless it is a positive integer, 404 when it lies outside the
+ * INT range of the key (D45): no instance has it, and PostgreSQL would refuse the comparison
+ * (issue 21 #5).
+ */
+function parseInstanceId(value: string): number {
+  if (!/^\d+$/.test(value) || /^0+$/.test(value))
+    throw new ValidationError('Validation failed', [{ field: 'id', error: 'must be a positive integer' }]);
+  const id = parseRecordId(value.replace(/^0+/, ''));
+  if (id === undefined) throw new NotFoundError(`Workflow instance ${value} not found`);
   return id;
 }
 
@@ -211,7 +218,7 @@ export class WorkflowController {
   @ApiOkResponse({ schema: INSTANCE_SCHEMA })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
   async get(@CurrentTenant() tenant: TenantContext, @Param('id') id: string): Promise<InstanceView> {
-    return this.instances.get(tenant.id, positiveId(id), true);
+    return this.instances.get(tenant.id, parseInstanceId(id), true);
   }
 
   @Get('instances/:id/logs')
@@ -243,7 +250,7 @@ export class WorkflowController {
     const problems: FieldError[] = [];
     const afterId = intParam(after, 'after', 0, 0, 999_999_999, problems);
     const size = intParam(limit, 'limit', 100, 1, 500, problems);
-    const instanceId = positiveId(id);
+    const instanceId = parseInstanceId(id);
     if (problems.length > 0) throw new ValidationError('Validation failed', problems);
     const rows = await this.instances.logs(tenant.id, instanceId, { afterId, limit: size });
     return rows.map((r) => ({
@@ -268,7 +275,7 @@ export class WorkflowController {
   ): Promise<InstanceView> {
     return this.instances.pause(
       this.actor(tenant, user, requestId),
-      positiveId(id),
+      parseInstanceId(id),
       optionalText(body, 'reason'),
     );
   }
@@ -289,7 +296,7 @@ export class WorkflowController {
   ): Promise<InstanceView> {
     return this.instances.resume(
       this.actor(tenant, user, requestId),
-      positiveId(id),
+      parseInstanceId(id),
       optionalText(body, 'reason'),
     );
   }
@@ -310,7 +317,7 @@ export class WorkflowController {
   ): Promise<InstanceView> {
     return this.instances.cancel(
       this.actor(tenant, user, requestId),
-      positiveId(id),
+      parseInstanceId(id),
       optionalText(body, 'reason'),
     );
   }
@@ -331,7 +338,7 @@ export class WorkflowController {
   ): Promise<InstanceView> {
     return this.instances.decide(
       this.actor(tenant, user, requestId),
-      positiveId(id),
+      parseInstanceId(id),
       'approved',
       optionalText(body, 'comment'),
     );
@@ -353,7 +360,7 @@ export class WorkflowController {
   ): Promise<InstanceView> {
     return this.instances.decide(
       this.actor(tenant, user, requestId),
-      positiveId(id),
+      parseInstanceId(id),
       'rejected',
       optionalText(body, 'comment'),
     );

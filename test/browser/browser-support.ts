@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { buildTenantProxy } from '../../src/tenant/proxy/tenant-proxy';
 import { chromiumMissingMessage, findChromium } from './chromium';
 import { startTestApp, type TestApp } from '../support/test-app';
@@ -118,5 +118,49 @@ export async function withScreenshot(
       await current.screenshot({ path: `${base}.png`, fullPage: height < 4000 }).catch(() => undefined);
     }
     throw err;
+  }
+}
+
+/**
+ * Records the Content-Security-Policy violations of a page across its navigations (issue 21 #6):
+ * the browser's `securitypolicyviolation` events, reported to the test by an exposed function from
+ * an init script (neither is governed by the page's CSP), and its console reports of refused
+ * loads. Returns the list, which grows as the page runs.
+ */
+export async function watchCspViolations(page: Page): Promise<string[]> {
+  const violations: string[] = [];
+  page.on('console', (message) => {
+    if (/Content Security Policy|Refused to (load|execute|apply|connect|frame)/i.test(message.text()))
+      violations.push(`console: ${message.text()}`);
+  });
+  await page.exposeFunction('__reportCspViolation', (text: string) => {
+    violations.push(text);
+  });
+  // As text: this file is compiled without the DOM's types.
+  await page.addInitScript(`document.addEventListener('securitypolicyviolation', (e) => {
+    window.__reportCspViolation(e.effectiveDirective + ' blocked ' + (e.blockedURI || '(inline)') +
+      ' at ' + e.sourceFile + ':' + e.lineNumber);
+  });`);
+  return violations;
+}
+
+/**
+ * Proves the watch can fail: a fresh page of `context` opens `url` and adds an image from another
+ * origin, which the page policy refuses; the violations recorded are returned.
+ */
+export async function provokeCspViolation(context: BrowserContext, url: string): Promise<string[]> {
+  const probe = await context.newPage();
+  try {
+    const violations = await watchCspViolations(probe);
+    await probe.goto(url);
+    await probe.evaluate(`(() => {
+      const img = document.createElement('img');
+      img.src = 'https://csp-probe.invalid/pixel.png';
+      document.body.appendChild(img);
+    })()`);
+    for (let i = 0; i < 50 && violations.length === 0; i++) await probe.waitForTimeout(20);
+    return violations;
+  } finally {
+    await probe.close();
   }
 }

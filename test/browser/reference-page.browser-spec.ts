@@ -1,7 +1,13 @@
 import { readFileSync } from 'node:fs';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { authHeaders, DEMO_PASSWORD, signin, TENANT, tenantHeader } from '../support/auth';
-import { startBrowserRig, withScreenshot, type BrowserRig } from './browser-support';
+import {
+  provokeCspViolation,
+  startBrowserRig,
+  watchCspViolations,
+  withScreenshot,
+  type BrowserRig,
+} from './browser-support';
 
 /**
  * The reference SPA (web/, issue 15) in headless Chromium, reached as a deployment reaches it:
@@ -12,6 +18,8 @@ describe('reference page through the tenant proxy (browser)', () => {
   let rig: BrowserRig;
   let context: BrowserContext;
   let page: Page;
+  /** The CSP violations of the page so far (issue 21 #6: the page must work under its policy). */
+  let cspViolations: string[] = [];
   let base: string;
   /** A token of the same user for the "someone else" of the conflict, from outside the browser. */
   let token = '';
@@ -53,6 +61,7 @@ describe('reference page through the tenant proxy (browser)', () => {
     base = `http://acme.localhost:${rig.proxyPort}`;
     context = await rig.browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
     page = await context.newPage();
+    cspViolations = await watchCspViolations(page);
     page.setDefaultTimeout(8_000); // a failing wait ends well inside the test's time, with a screenshot
     token = (await signin(rig.t.app, TENANT.acme, 'admin@acme.test')).token;
   }, 60_000);
@@ -313,5 +322,20 @@ describe('reference page through the tenant proxy (browser)', () => {
     await signIn();
     await withText('app-tenant', 'Acme Corporation');
     await withText('page-info', /· 50 rows/);
+  });
+
+  step('ran every step under its Content-Security-Policy without a violation', async () => {
+    for (const url of [`${rig.serviceUrl}/`, `${rig.serviceUrl}/ui/app.js`])
+      expect((await fetch(url)).headers.get('content-security-policy')).toMatch(
+        /default-src 'self'.*script-src 'self'/,
+      );
+    // Through the tenant proxy too: the policy reaches the browser as the service sent it.
+    const viaProxy = await page.goto(`${base}/`);
+    expect(viaProxy?.headers()['content-security-policy']).toMatch(/script-src 'self'/);
+    await byId('root').waitFor();
+    expect(cspViolations).toEqual([]);
+    expect(await provokeCspViolation(context, `${base}/`)).toEqual(
+      expect.arrayContaining([expect.stringContaining('csp-probe.invalid')]),
+    );
   });
 });

@@ -1,7 +1,13 @@
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { BEARER_SCHEME, TENANT_HEADER_SCHEME } from '../../src/common/http/api-docs';
 import { DEMO_PASSWORD, TENANT, tenantHeader } from '../support/auth';
-import { startBrowserRig, withScreenshot, type BrowserRig } from './browser-support';
+import {
+  provokeCspViolation,
+  startBrowserRig,
+  watchCspViolations,
+  withScreenshot,
+  type BrowserRig,
+} from './browser-support';
 
 /**
  * Swagger UI at /api-docs as an integrator uses it: the Authorize dialog (tenant header, then the
@@ -12,6 +18,8 @@ describe('Swagger UI at /api-docs (browser)', () => {
   let rig: BrowserRig;
   let context: BrowserContext;
   let page: Page;
+  /** The CSP violations of the page so far (issue 21 #6: the page must work under its policy). */
+  let cspViolations: string[] = [];
   let token = '';
 
   const step = (name: string, fn: () => Promise<void>): void =>
@@ -92,6 +100,7 @@ describe('Swagger UI at /api-docs (browser)', () => {
     rig = await startBrowserRig('browser-swagger');
     context = await rig.browser.newContext({ viewport: { width: 1280, height: 1000 } });
     page = await context.newPage();
+    cspViolations = await watchCspViolations(page);
     page.setDefaultTimeout(8_000);
   }, 60_000);
 
@@ -160,5 +169,15 @@ describe('Swagger UI at /api-docs (browser)', () => {
     expect(body.data).toHaveLength(5);
     expect(body.pagination).toEqual({ page: 1, pageSize: 5, total: expect.any(Number) });
     for (const row of body.data) expect(row.tier).toBe('silver');
+  });
+
+  step('ran every step under its Content-Security-Policy without a violation', async () => {
+    const docs = await fetch(`${rig.serviceUrl}/api-docs`);
+    expect(docs.headers.get('content-security-policy')).toMatch(/default-src 'self'.*script-src 'self'/);
+    expect(cspViolations).toEqual([]);
+    // The watch does report what the policy refuses.
+    expect(await provokeCspViolation(context, `${rig.serviceUrl}/api-docs`)).toEqual(
+      expect.arrayContaining([expect.stringContaining('csp-probe.invalid')]),
+    );
   });
 });

@@ -25,7 +25,12 @@ describe('Abuse limits: per address, not per tenant (issue 9 #3, D39)', () => {
   beforeAll(async () => {
     t = await startTestApp({
       label: 'abuse',
-      env: { RATE_LIMIT_POINTS: String(TENANT_POINTS), RATE_LIMIT_WINDOW_S: '600' },
+      // One user spends the tenant's budget here: their own limit is set to the tenant's.
+      env: {
+        RATE_LIMIT_POINTS: String(TENANT_POINTS),
+        USER_RATE_LIMIT_POINTS: String(TENANT_POINTS),
+        RATE_LIMIT_WINDOW_S: '600',
+      },
     });
     const { token } = await signin(t.app, TENANT.acme, 'admin@acme.test');
     expect(token).not.toBe('');

@@ -593,6 +593,8 @@ describe(`Cache across ${SIZE} service process(es), ${dialect} + Redis (issue 13
       for (const n of cluster.nodes)
         await n.restart({
           RATE_LIMIT_POINTS: String(RATE_POINTS),
+          // One user spends the tenant's budget in this test: their own limit is the tenant's.
+          USER_RATE_LIMIT_POINTS: String(RATE_POINTS),
           RATE_LIMIT_WINDOW_S: String(RATE_WINDOW_S),
         });
     });

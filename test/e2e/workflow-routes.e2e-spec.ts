@@ -650,7 +650,8 @@ describe('workflow routes (issue 12)', () => {
       id = await runningAtApproval();
     });
 
-    it.each(['abc', '0', '-1', '1.5', '1e3', '99999999999999999999'])(
+    // An id of digits beyond INT names no instance: 404 (D45), in test/e2e/hardening.e2e-spec.ts.
+    it.each(['abc', '0', '-1', '1.5', '1e3', '00'])(
       'should answer 400 VALIDATION_ERROR for instance id %p on every instance route',
       async (bad) => {
         const routes: Array<['GET' | 'POST', string]> = [

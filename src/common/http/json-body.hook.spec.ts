@@ -128,6 +128,31 @@ describe('jsonBodyParser: encodings (issue 9 #7)', () => {
   });
 });
 
+describe('jsonBodyParser: depth (issue 21 #5)', () => {
+  const deep = (depth: number): string => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+
+  it('should refuse a body nested deeper than the limit before parsing it', () => {
+    for (const text of [deep(65), `{"a":${deep(100_000)}}`]) {
+      const { err, body } = parse(text);
+      expect(codeOf(err)).toBe('VALIDATION_ERROR');
+      expect((err as AppError).details).toEqual([
+        { field: 'body', error: 'is nested more than 64 levels deep' },
+      ]);
+      expect(body).toBeUndefined();
+    }
+  });
+
+  it('should read a body at the limit, and take another limit', () => {
+    expect(parse(deep(64)).err).toBeNull();
+    const request = { headers: { 'content-type': 'application/json' } } as unknown as FastifyRequest;
+    let error: Error | null = null;
+    jsonBodyParser({}, false, 3)(request, Buffer.from(deep(4)), (err) => {
+      error = err;
+    });
+    expect(codeOf(error)).toBe('VALIDATION_ERROR');
+  });
+});
+
 describe('nonJsonBodyParser', () => {
   function run(
     headers: Record<string, string>,

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { parse as secureJsonParse } from 'secure-json-parse';
 import { AppError, ValidationError } from '../errors/app-error';
+import { DEFAULT_JSON_MAX_DEPTH, jsonDepthExceeds, bodyTooDeep } from './json-depth';
 
 type ParseOptions = NonNullable<Parameters<typeof secureJsonParse>[2]>;
 type Done = (err: Error | null, body?: unknown) => void;
@@ -63,11 +64,15 @@ export function isBlankBody(body: Buffer): boolean {
  *   `FST_ERR_CTP_EMPTY_JSON_BODY`: clients send `Content-Type: application/json` on a DELETE or a
  *   logout without a body all the time;
  * - a body with a charset other than UTF-8 is refused (415 UNSUPPORTED_MEDIA_TYPE), and one whose
- *   bytes are not UTF-8 is refused (400 VALIDATION_ERROR) instead of being read with U+FFFD.
+ *   bytes are not UTF-8 is refused (400 VALIDATION_ERROR) instead of being read with U+FFFD;
+ * - a body nested more than `maxDepth` deep (BODY_MAX_DEPTH) is refused (400 VALIDATION_ERROR
+ *   naming `body`) before it is parsed: the recursive code after the parser (JSON.stringify,
+ *   deep comparisons) would throw RangeError on it (issue 21 #5).
  */
 export function jsonBodyParser(
   options: ParseOptions,
   rawBody = false,
+  maxDepth = DEFAULT_JSON_MAX_DEPTH,
 ): (request: FastifyRequest, body: Buffer, done: Done) => void {
   const parseOptions: ParseOptions = {
     protoAction: options.protoAction ?? 'error',
@@ -94,6 +99,10 @@ export function jsonBodyParser(
       text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(body);
     } catch {
       done(invalidUtf8(), undefined);
+      return;
+    }
+    if (jsonDepthExceeds(text, maxDepth)) {
+      done(bodyTooDeep(maxDepth), undefined);
       return;
     }
     let parsed: unknown;
@@ -150,10 +159,15 @@ export function nonJsonBodyParser(request: FastifyRequest, payload: Readable, do
  * The body parsers of the instance: only `application/json` (UTF-8) is read. Replaces the
  * `application/json` parser (Nest's, registered at init, which wraps Fastify's default) by
  * {@link jsonBodyParser} — same body limit, same poisoning actions —, removes Nest's
- * `application/x-www-form-urlencoded` and Fastify's `text/plain` parsers, and answers every other
+ * `application/x-www-form-urlencoded` and Fastify's `text/plain` parsers, refuses JSON nested more
+ * than `maxDepth` deep, and answers every other
  * type carrying a body with 415 ({@link nonJsonBodyParser}).
  */
-export function installBodyParsers(fastify: FastifyInstance, rawBody = false): void {
+export function installBodyParsers(
+  fastify: FastifyInstance,
+  rawBody = false,
+  maxDepth = DEFAULT_JSON_MAX_DEPTH,
+): void {
   const { bodyLimit, onProtoPoisoning, onConstructorPoisoning } = fastify.initialConfig;
   for (const type of [JSON_TYPE, ...OTHER_TYPES]) {
     if (fastify.hasContentTypeParser(type)) fastify.removeContentTypeParser(type);
@@ -161,7 +175,11 @@ export function installBodyParsers(fastify: FastifyInstance, rawBody = false): v
   fastify.addContentTypeParser(
     JSON_TYPE,
     { parseAs: 'buffer', bodyLimit },
-    jsonBodyParser({ protoAction: onProtoPoisoning, constructorAction: onConstructorPoisoning }, rawBody),
+    jsonBodyParser(
+      { protoAction: onProtoPoisoning, constructorAction: onConstructorPoisoning },
+      rawBody,
+      maxDepth,
+    ),
   );
   fastify.addContentTypeParser('*', nonJsonBodyParser);
 }

@@ -1,4 +1,5 @@
 import { FieldError, ValidationError } from '../../common/errors/app-error';
+import { DEFAULT_JSON_MAX_DEPTH, jsonDepthExceeds, depthProblem } from '../../common/http/json-depth';
 import { FILTER_OPERATORS, FilterOperator } from '../../records/query/record-query';
 
 /**
@@ -72,6 +73,11 @@ function single(q: Record<string, unknown>, name: string, errors: FieldError[]):
 }
 
 function jsonArray(raw: string, name: string, errors: FieldError[]): unknown[] | undefined {
+  // A URL holds JSON ~8,000 deep, past what JSON.stringify of the query survives (issue 21 #5).
+  if (jsonDepthExceeds(raw, DEFAULT_JSON_MAX_DEPTH)) {
+    errors.push(depthProblem(name, DEFAULT_JSON_MAX_DEPTH));
+    return undefined;
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);

@@ -1,5 +1,6 @@
 import type { FieldDef } from '../../registry/registry.types';
-import { decimalOf, integerRange, textProblem } from '../values';
+import { wellFormedProblem } from '../../common/validation/text-rules';
+import { decimalOf, integerRange } from '../values';
 
 /** A request value coerced to the field's type, or a field error (never concatenated into SQL). */
 export function coerce(field: FieldDef, raw: unknown): { value?: unknown; error?: string } {
@@ -49,17 +50,39 @@ export function coerce(field: FieldDef, raw: unknown): { value?: unknown; error?
           ? { value: 0 }
           : { error: 'must be true or false' };
     case 'date':
-      return /^\d{4}-\d{2}-\d{2}$/.test(s) && !Number.isNaN(Date.parse(s))
-        ? { value: s }
-        : { error: 'must be a date (YYYY-MM-DD)' };
+      return dateProblem(s) ?? { value: s };
     case 'json':
       return { error: 'cannot be filtered on' };
     case 'text':
     case 'email':
     case 'select': {
       if (s.length > 1000) return { error: 'is too long' };
-      const problem = textProblem(s);
+      const problem = wellFormedProblem(s);
       return problem ? { error: problem } : { value: s };
     }
   }
+}
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const MIN_YEAR = 1000;
+
+/**
+ * A calendar date from 1000-01-01 to 9999-12-31, or its problem. Date.parse is not enough: it reads
+ * 2026-02-30 as 2 March, which PostgreSQL refuses (SQLSTATE 22008, a 500) and SQLite stores as
+ * given (issue 21 #5). The range is the one every dialect supports (MariaDB's and MySQL's DATE;
+ * mysql2 reads 0001-01-01 back as 1901-01-01), so a date is stored and read the same everywhere.
+ */
+function dateProblem(s: string): { error: string } | undefined {
+  const m = DATE.exec(s);
+  if (!m) return { error: 'must be a date (YYYY-MM-DD)' };
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month))
+    return { error: 'must be a calendar date (YYYY-MM-DD)' };
+  if (year < MIN_YEAR) return { error: `must be a date from ${MIN_YEAR}-01-01 to 9999-12-31` };
+  return undefined;
+}
+
+function daysIn(year: number, month: number): number {
+  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
 }

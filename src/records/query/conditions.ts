@@ -2,7 +2,7 @@ import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import type { FieldError } from '../../common/errors/app-error';
 import type { EntityInfo, FieldDef, FieldType } from '../../registry/registry.types';
 import { col } from '../scope';
-import { textProblem } from '../values';
+import { wellFormedProblem } from '../../common/validation/text-rules';
 import { coerce } from './coerce';
 import type { FilterCondition, FilterOperator, RecordQuery } from './record-query';
 
@@ -162,7 +162,7 @@ export function applyConditions(
       errors.push({ field: 'search', error: 'no searchable field' });
       return;
     }
-    const problem = textProblem(query.search.text);
+    const problem = wellFormedProblem(query.search.text);
     if (problem || query.search.text.length > 200) {
       errors.push({ field: 'search', error: problem ?? 'is too long' });
       return;

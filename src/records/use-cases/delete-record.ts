@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AuthorizationError, ConflictError, NotFoundError } from '../../common/errors/app-error';
+import { isRecordId } from '../values';
 import { fromDbTimestamp } from '../../database/dialect/timestamps';
 import { canPerform } from '../../profile/access/can-perform';
 import { ProfileLoaderService } from '../../profile/profile-loader.service';
@@ -30,6 +31,7 @@ export class DeleteRecord {
 
   async execute(ctx: RecordContext, id: number, options: { cascade: boolean }): Promise<DeleteResult> {
     const { entity, policy } = ctx;
+    if (!isRecordId(id)) throw new NotFoundError(`${entity.code} ${id} not found`);
     const s = this.support;
     const fields = snapshotFields(entity);
     const now = Date.now();

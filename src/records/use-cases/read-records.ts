@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { CacheService } from '../../cache/cache.service';
 import { CACHE_TTL } from '../../cache/cache-keys';
 import { NotFoundError } from '../../common/errors/app-error';
+import { isRecordId } from '../values';
 import { SerializedJson } from '../../common/serialized-json';
 import { rowFilterVariables } from '../../profile/row-filter';
 import { presentRecord, queryPermissions, readFields } from '../presenter';
@@ -25,6 +26,7 @@ export class ReadRecord {
   constructor(private readonly repository: RecordsReadRepository) {}
 
   async execute(ctx: RecordContext, id: number): Promise<Row> {
+    if (!isRecordId(id)) throw new NotFoundError(`${ctx.entity.code} ${id} not found`);
     const fields = readFields(ctx.entity, ctx.policy);
     const row = await this.repository.findById(ctx, fields, id);
     if (!row) throw new NotFoundError(`${ctx.entity.code} ${id} not found`);

@@ -6,7 +6,7 @@ import type { RecordContext } from '../record-context';
 import type { Row } from '../records-read.repository';
 import { writeScope } from '../scope';
 import { checkPayload, resolveEchoes } from '../validation';
-import { toDb } from '../values';
+import { isRecordId, toDb } from '../values';
 import {
   nextVersion,
   parseJsonObject,
@@ -35,6 +35,7 @@ export class UpdateRecord {
   ): Promise<Row> {
     const { entity, policy } = ctx;
     const s = this.support;
+    if (!isRecordId(id)) throw new NotFoundError(`${entity.code} ${id} not found`);
     const checked = checkPayload(entity, policy, body, 'update');
     if (
       checked.errors.length === 0 &&
