@@ -944,11 +944,8 @@ export interface components {
              * @enum {string}
              */
             scope: "all" | "profiles" | "config" | "lists";
-            /**
-             * @description Only this tenant's keys. Without it a system administrator (admin:system) clears every tenant's keys and anyone else its own tenant's; another tenant's id needs admin:system (403 otherwise).
-             * @example 2
-             */
-            tenantId?: string;
+            /** @description A tenant id, as digits or a number: only this tenant's keys. Without it a system administrator (admin:system) clears every tenant's keys and anyone else its own tenant's; another tenant's id needs admin:system (403 otherwise). */
+            tenantId?: string | number;
         };
         TenantConfigDto: {
             tenant_id: string;
@@ -1068,45 +1065,47 @@ export interface components {
         };
         /** Customers (create) */
         CustomerInput: {
-            name: string;
+            name: string | number | boolean;
             /**
              * Format: email
              * @description Unique in the tenant
              */
             email: string;
-            phone?: string | null;
+            phone?: (string | null) | number | boolean;
             /**
              * @description A code of the value set customer_tiers
              * @enum {string|null}
              */
             tier?: "bronze" | "silver" | "gold" | null;
-            credit_limit?: number | null;
-            internal_notes?: string | null;
+            credit_limit?: (number | null) | string;
+            internal_notes?: (string | null) | number | boolean;
         };
         /**
          * Customers (update)
          * @description The changed fields and lastModified as read (or send the If-Match header instead)
          */
         CustomerUpdate: {
-            name?: string;
+            /** @description As read; ignored when unchanged (D43), else 400 */
+            readonly id?: number;
+            name?: string | number | boolean;
             /**
              * Format: email
              * @description Unique in the tenant
              */
             email?: string;
-            phone?: string | null;
+            phone?: (string | null) | number | boolean;
             /**
              * @description A code of the value set customer_tiers
              * @enum {string|null}
              */
             tier?: "bronze" | "silver" | "gold" | null;
-            credit_limit?: number | null;
-            internal_notes?: string | null;
+            credit_limit?: (number | null) | string;
+            internal_notes?: (string | null) | number | boolean;
             /**
              * Format: date-time
              * @description The concurrency token (D24, D42): send it back on PUT, or as If-Match
              */
-            lastModified?: string;
+            lastModified?: string | null;
         };
         /**
          * Orders
@@ -1133,8 +1132,8 @@ export interface components {
         /** Orders (create) */
         OrderInput: {
             /** @description references customers.id */
-            customer_id: number;
-            amount: number;
+            customer_id: number | string;
+            amount: number | string;
             /**
              * @description A code of the value set order_status
              * @enum {string|null}
@@ -1148,9 +1147,11 @@ export interface components {
          * @description The changed fields and lastModified as read (or send the If-Match header instead)
          */
         OrderUpdate: {
+            /** @description As read; ignored when unchanged (D43), else 400 */
+            readonly id?: number;
             /** @description references customers.id */
-            customer_id?: number;
-            amount?: number;
+            customer_id?: number | string;
+            amount?: number | string;
             /**
              * @description A code of the value set order_status
              * @enum {string|null}
@@ -1162,7 +1163,7 @@ export interface components {
              * Format: date-time
              * @description The concurrency token (D24, D42): send it back on PUT, or as If-Match
              */
-            lastModified?: string;
+            lastModified?: string | null;
         };
         /**
          * Roles
@@ -1184,8 +1185,8 @@ export interface components {
         /** Roles (create) */
         RoleInput: {
             /** @description Unique in the tenant */
-            code: string;
-            description?: string | null;
+            code: string | number | boolean;
+            description?: (string | null) | number | boolean;
             /** @description Any JSON value */
             permissions?: unknown;
         };
@@ -1194,16 +1195,18 @@ export interface components {
          * @description The changed fields and lastModified as read (or send the If-Match header instead)
          */
         RoleUpdate: {
+            /** @description As read; ignored when unchanged (D43), else 400 */
+            readonly id?: number;
             /** @description Unique in the tenant */
-            code?: string;
-            description?: string | null;
+            code?: string | number | boolean;
+            description?: (string | null) | number | boolean;
             /** @description Any JSON value */
             permissions?: unknown;
             /**
              * Format: date-time
              * @description The concurrency token (D24, D42): send it back on PUT, or as If-Match
              */
-            lastModified?: string;
+            lastModified?: string | null;
         };
         /**
          * Users
@@ -1234,32 +1237,44 @@ export interface components {
              * @description Unique in the tenant
              */
             email_id: string;
-            first_name?: string | null;
-            last_name?: string | null;
+            first_name?: (string | null) | number | boolean;
+            last_name?: (string | null) | number | boolean;
             /** @description references roles.id */
-            role_id?: number | null;
-            status?: number | null;
+            role_id?: (number | null) | string;
+            status?: (number | null) | string;
+            /**
+             * Format: password
+             * @description Write-only: stored as a hash in password_hash, never answered
+             */
+            password?: string;
         };
         /**
          * Users (update)
          * @description The changed fields and lastModified as read (or send the If-Match header instead)
          */
         UserUpdate: {
+            /** @description As read; ignored when unchanged (D43), else 400 */
+            readonly id?: number;
             /**
              * Format: email
              * @description Unique in the tenant
              */
             email_id?: string;
-            first_name?: string | null;
-            last_name?: string | null;
+            first_name?: (string | null) | number | boolean;
+            last_name?: (string | null) | number | boolean;
             /** @description references roles.id */
-            role_id?: number | null;
-            status?: number | null;
+            role_id?: (number | null) | string;
+            status?: (number | null) | string;
+            /**
+             * Format: password
+             * @description Write-only: stored as a hash in password_hash, never answered
+             */
+            password?: string;
             /**
              * Format: date-time
              * @description The concurrency token (D24, D42): send it back on PUT, or as If-Match
              */
-            lastModified?: string;
+            lastModified?: string | null;
         };
     };
     responses: never;
@@ -1448,6 +1463,28 @@ export interface operations {
             };
             /** @description NOT_FOUND: Not found */
             404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
                     "x-request-id"?: string;
@@ -2536,6 +2573,28 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
             /** @description RATE_LIMITED: Too many requests (Retry-After) */
             429: {
                 headers: {
@@ -2958,17 +3017,17 @@ export interface operations {
                 filters?: {
                     [key: string]: string;
                 };
-                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500) */
+                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500). Example: `25` */
                 limit?: number;
-                /** @description Records to skip (offset) */
+                /** @description Records to skip (offset). Example: `0` */
                 skip?: number;
                 /** @description A visible field name; the key always ends the sort */
                 sortBy?: string;
-                /** @description asc or desc (any case) */
-                sortOrder?: "asc" | "desc";
-                /** @description Must be the tenant of the token (D28); 403 otherwise */
+                /** @description asc or desc, in any case (DESC, Desc…) */
+                sortOrder?: string;
+                /** @description Must be the tenant of the token (D28); 403 otherwise. Example: `1` */
                 ten_id?: string;
-                /** @description Entity code */
+                /** @description Entity code. Example: `customers` */
                 entity: unknown;
             };
             header?: never;
@@ -3008,12 +3067,12 @@ export interface operations {
                          * @description Records in this answer
                          * @example 2
                          */
-                        count?: number;
+                        count: number;
                         /**
                          * @description Records matching the query
                          * @example 50
                          */
-                        total?: number;
+                        total: number;
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -3086,6 +3145,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
+            501: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
             /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
             503: {
                 headers: {
@@ -3108,20 +3178,20 @@ export interface operations {
                 filters?: {
                     [key: string]: string;
                 };
-                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500) */
+                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500). Example: `25` */
                 limit?: number;
-                /** @description Records to skip (offset) */
+                /** @description Records to skip (offset). Example: `0` */
                 skip?: number;
                 /** @description A visible field name; the key always ends the sort */
                 sortBy?: string;
-                /** @description asc or desc (any case) */
-                sortOrder?: "asc" | "desc";
-                /** @description Must be the tenant of the token (D28); 403 otherwise */
+                /** @description asc or desc, in any case (DESC, Desc…) */
+                sortOrder?: string;
+                /** @description Must be the tenant of the token (D28); 403 otherwise. Example: `1` */
                 ten_id?: string;
             };
             header?: never;
             path: {
-                /** @description Entity code of the object registry (obj_code) */
+                /** @description Entity code of the object registry (obj_code). Example: `customers` */
                 entity_code: string;
             };
             cookie?: never;
@@ -3159,12 +3229,12 @@ export interface operations {
                          * @description Records in this answer
                          * @example 2
                          */
-                        count?: number;
+                        count: number;
                         /**
                          * @description Records matching the query
                          * @example 50
                          */
-                        total?: number;
+                        total: number;
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -3237,6 +3307,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
+            501: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
             /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
             503: {
                 headers: {
@@ -3259,18 +3340,18 @@ export interface operations {
                 filters?: {
                     [key: string]: string;
                 };
-                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500) */
+                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500). Example: `25` */
                 limit?: number;
-                /** @description Records to skip (offset) */
+                /** @description Records to skip (offset). Example: `0` */
                 skip?: number;
                 /** @description A visible field name; the key always ends the sort */
                 sortBy?: string;
-                /** @description asc or desc (any case) */
-                sortOrder?: "asc" | "desc";
+                /** @description asc or desc, in any case (DESC, Desc…) */
+                sortOrder?: string;
             };
             header?: never;
             path: {
-                /** @description Entity code of the object registry (obj_code) */
+                /** @description Entity code of the object registry (obj_code). Example: `customers` */
                 entity_code: string;
             };
             cookie?: never;
@@ -3424,7 +3505,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Entity code of the object registry (obj_code) */
+                /** @description Entity code of the object registry (obj_code). Example: `customers` */
                 entity_code: string;
             };
             cookie?: never;
@@ -3581,6 +3662,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
+            501: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
             /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
             503: {
                 headers: {
@@ -3604,9 +3696,9 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
-                /** @description Entity code of the object registry (obj_code) */
+                /** @description Entity code of the object registry (obj_code). Example: `customers` */
                 entity_code: string;
             };
             cookie?: never;
@@ -3769,13 +3861,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body */
+                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body. Example: `"2026-11-23T05:03:25.085Z"` */
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
-                /** @description Entity code of the object registry (obj_code) */
+                /** @description Entity code of the object registry (obj_code). Example: `customers` */
                 entity_code: string;
             };
             cookie?: never;
@@ -3932,6 +4024,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
+            501: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
             /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
             503: {
                 headers: {
@@ -3955,9 +4058,9 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
-                /** @description Entity code of the object registry (obj_code) */
+                /** @description Entity code of the object registry (obj_code). Example: `customers` */
                 entity_code: string;
             };
             cookie?: never;
@@ -3982,18 +4085,18 @@ export interface operations {
                         success: true;
                         data: {
                             /** @example true */
-                            success?: boolean;
+                            success: boolean;
                             /**
                              * Format: date-time
                              * @example 2026-11-23T05:10:00.000Z
                              */
-                            deletedAt?: string;
+                            deletedAt: string;
                         };
                         /**
                          * Format: date-time
                          * @example 2026-11-23T05:10:00.000Z
                          */
-                        deletedAt?: string;
+                        deletedAt: string;
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -4053,6 +4156,28 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
             /** @description RATE_LIMITED: Too many requests (Retry-After) */
             429: {
                 headers: {
@@ -4068,6 +4193,17 @@ export interface operations {
             };
             /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
             500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
+            501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
                     "x-request-id"?: string;
@@ -4100,6 +4236,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
+                /** @description Example: `customers_grid` */
                 dvc_code: string;
             };
             cookie?: never;
@@ -4119,21 +4256,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @example true */
-                        success?: boolean;
-                        data?: {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: {
                             /** @example customers_grid */
-                            dvc_code?: string;
+                            dvc_code: string;
                             /** @example Customers */
-                            dvc_description?: string | null;
+                            dvc_description: string | null;
                             /** @description dvc_config parsed (spec §2.9.1): source, display, columns, filters, sorting, grouping, … */
-                            config?: {
+                            config: {
                                 [key: string]: unknown;
                             };
                         };
-                        meta?: {
-                            timestamp?: string;
-                            requestId?: string;
+                        meta: {
+                            timestamp: string;
+                            requestId: string;
                         };
                     };
                 };
@@ -4237,9 +4377,9 @@ export interface operations {
     getDataviewData: {
         parameters: {
             query?: {
-                /** @description Offset dataviews: zero-based page (offset = page * pageSize) */
+                /** @description Offset dataviews: zero-based page (offset = page * pageSize). Example: `0` */
                 page?: number;
-                /** @description Default display.pageSize; at most the profile’s maxPageSize and source.maxRows */
+                /** @description Default display.pageSize; at most the profile’s maxPageSize and source.maxRows. Example: `25` */
                 pageSize?: number;
                 /** @description JSON array of {fieldCode, operator, value}, applied after the configured defaultFilters. Operators: equals, not_equals, in, not_in, is_null, is_not_null (all columns); contains, starts_with, ends_with (text); greater_than, less_than, between [from, to] (numeric, date). Only isFilterable columns. orders_grid: [{"fieldCode":"ordered_at","operator":"between","value":["2026-01-01","2026-03-31"]}] */
                 filters?: string;
@@ -4256,6 +4396,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description Example: `customers_grid` */
                 dvc_code: string;
             };
             cookie?: never;
@@ -4272,41 +4413,50 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @example true */
-                        success?: boolean;
-                        /** @description The rows of the page; with groupBy (and no groupKey) the groups, ordered by key */
-                        data?: {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        /** @description The rows of the page (each with lastModified); with groupBy (and no groupKey) the groups {key, count, aggregates}, ordered by key. anyOf, not oneOf: an empty page is both. */
+                        data: ({
+                            /**
+                             * Format: date-time
+                             * @description The concurrency token of the row’s record (D42)
+                             */
+                            lastModified: string | null;
+                        } & {
                             [key: string]: unknown;
-                        }[] | {
+                        })[] | {
                             /**
                              * @description The group field’s value; null for the rows where it is NULL
                              * @example gold
                              */
-                            key?: unknown;
+                            key: unknown;
                             /** @example 10 */
-                            count?: number;
+                            count: number;
                             /**
                              * @example {
                              *       "credit_limit": 61000
                              *     }
                              */
-                            aggregates?: {
+                            aggregates: {
                                 [key: string]: unknown;
                             };
                         }[];
                         /** @description Offset dataviews: {page, pageSize, total}; cursor dataviews: {pageSize, nextCursor} (null on the last page). Absent for groups. */
                         pagination?: {
                             /** @example 0 */
-                            page?: number;
+                            page: number;
                             /** @example 25 */
-                            pageSize?: number;
+                            pageSize: number;
                             /** @example 50 */
-                            total?: number;
+                            total: number;
                         } | {
                             /** @example 25 */
-                            pageSize?: number;
+                            pageSize: number;
                             /** @example eyJ2IjoxLCJwIjpbWyIyMDI2LTAzLTAxIl0sOTZdfQ.q3J… */
-                            nextCursor?: string | null;
+                            nextCursor: string | null;
                         };
                         /**
                          * @description The columns’ aggregateFunction (sum, avg, min, max, count) over the whole filtered set
@@ -4317,9 +4467,9 @@ export interface operations {
                         aggregates?: {
                             [key: string]: unknown;
                         };
-                        meta?: {
-                            timestamp?: string;
-                            requestId?: string;
+                        meta: {
+                            timestamp: string;
+                            requestId: string;
                         };
                     };
                 };
@@ -4423,6 +4573,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `customers_grid` */
                 dvc_code: string;
             };
             cookie?: never;
@@ -4603,6 +4754,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c` */
                 file_id: string;
             };
             cookie?: never;
@@ -4729,20 +4881,28 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        code?: string;
-                        /** @example Customer onboarding */
-                        name?: string | null;
-                        description?: string | null;
-                        /** @enum {string} */
-                        status?: "active" | "inactive";
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        scope?: "system" | "tenant";
-                    }[];
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: {
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            code: string;
+                            /** @example Customer onboarding */
+                            name: string | null;
+                            description: string | null;
+                            /** @enum {string} */
+                            status: "active" | "inactive";
+                            /** @example 2 */
+                            version: number;
+                            /** @enum {string} */
+                            scope: "system" | "tenant";
+                        }[];
+                        meta: components["schemas"]["MetaDto"];
+                    };
                 };
             };
             /** @description VALIDATION_ERROR: Bad input (details list the fields) */
@@ -4832,6 +4992,7 @@ export interface operations {
         parameters: {
             query?: {
                 status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                /** @description Example: `customer_onboarding` */
                 code?: string;
                 page?: number;
                 pageSize?: number;
@@ -4842,7 +5003,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description data: instances; count, total, page, pageSize beside it */
+            /** @description data: instances, newest first; count, total, page, pageSize beside it */
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
@@ -4853,60 +5014,85 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        workflowCode?: string;
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-                        /** @example approve_gold */
-                        currentNode?: string | null;
-                        error?: string | null;
                         /**
-                         * @example {
-                         *       "customerId": 3,
-                         *       "tier": "gold"
-                         *     }
+                         * @example true
+                         * @enum {boolean}
                          */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Values set by `set` steps */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        startedBy?: number | null;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                        /** Format: date-time */
-                        updatedAt?: string | null;
-                        /** Format: date-time */
-                        completedAt?: string | null;
-                        waitingFor?: {
+                        success: true;
+                        data: {
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            workflowCode: string;
+                            /** @example 2 */
+                            version: number;
                             /** @enum {string} */
-                            type?: "approval";
-                            step?: string;
-                            message?: string;
-                            permission?: string;
+                            status: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example approve_gold */
+                            currentNode: string | null;
+                            error: string | null;
+                            /**
+                             * @example {
+                             *       "customerId": 3,
+                             *       "tier": "gold"
+                             *     }
+                             */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Values set by `set` steps */
+                            context: {
+                                [key: string]: unknown;
+                            };
+                            startedBy: number | null;
                             /** Format: date-time */
-                            since?: string | null;
-                        } | null;
-                        /** @description Single instance only: one entry per step reached */
-                        nodes?: {
-                            nodeId?: string;
-                            /** @enum {string} */
-                            status?: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
-                            error?: string | null;
-                            attempts?: number;
-                            output?: unknown;
+                            createdAt: string | null;
                             /** Format: date-time */
-                            startedAt?: string | null;
+                            updatedAt: string | null;
                             /** Format: date-time */
-                            finishedAt?: string | null;
+                            completedAt: string | null;
+                            /** @description Set while the instance waits at an approval step, else null */
+                            waitingFor: {
+                                /** @enum {string} */
+                                type: "approval";
+                                step: string;
+                                /** @description The approval step's `message` (usually text), or null */
+                                message: unknown;
+                                /** @description The approval step's `permission` (default `approve`) */
+                                permission: unknown;
+                                /** Format: date-time */
+                                since: string | null;
+                            } | null;
+                            /** @description Single instance only: one entry per step reached */
+                            nodes?: {
+                                nodeId: string;
+                                /** @enum {string} */
+                                status: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
+                                error: string | null;
+                                attempts: number;
+                                output: unknown;
+                                /** Format: date-time */
+                                startedAt: string | null;
+                                /** Format: date-time */
+                                finishedAt: string | null;
+                            }[];
                         }[];
-                    }[];
+                        /**
+                         * @description Instances in this answer
+                         * @example 2
+                         */
+                        count: number;
+                        /**
+                         * @description Instances matching the filters
+                         * @example 12
+                         */
+                        total: number;
+                        /** @example 1 */
+                        page: number;
+                        /** @example 25 */
+                        pageSize: number;
+                        meta: components["schemas"]["MetaDto"];
+                    };
                 };
             };
             /** @description VALIDATION_ERROR: Bad input (details list the fields) */
@@ -4997,6 +5183,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `customer_onboarding` */
                 code: string;
             };
             cookie?: never;
@@ -5023,61 +5210,72 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @example 7 */
-                        instanceId?: number;
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        workflowCode?: string;
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-                        /** @example approve_gold */
-                        currentNode?: string | null;
-                        error?: string | null;
                         /**
-                         * @example {
-                         *       "customerId": 3,
-                         *       "tier": "gold"
-                         *     }
+                         * @example true
+                         * @enum {boolean}
                          */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Values set by `set` steps */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        startedBy?: number | null;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                        /** Format: date-time */
-                        updatedAt?: string | null;
-                        /** Format: date-time */
-                        completedAt?: string | null;
-                        waitingFor?: {
+                        success: true;
+                        data: {
+                            /** @example 7 */
+                            instanceId: number;
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            workflowCode: string;
+                            /** @example 2 */
+                            version: number;
                             /** @enum {string} */
-                            type?: "approval";
-                            step?: string;
-                            message?: string;
-                            permission?: string;
+                            status: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example approve_gold */
+                            currentNode: string | null;
+                            error: string | null;
+                            /**
+                             * @example {
+                             *       "customerId": 3,
+                             *       "tier": "gold"
+                             *     }
+                             */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Values set by `set` steps */
+                            context: {
+                                [key: string]: unknown;
+                            };
+                            startedBy: number | null;
                             /** Format: date-time */
-                            since?: string | null;
-                        } | null;
-                        /** @description Single instance only: one entry per step reached */
-                        nodes?: {
-                            nodeId?: string;
-                            /** @enum {string} */
-                            status?: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
-                            error?: string | null;
-                            attempts?: number;
-                            output?: unknown;
+                            createdAt: string | null;
                             /** Format: date-time */
-                            startedAt?: string | null;
+                            updatedAt: string | null;
                             /** Format: date-time */
-                            finishedAt?: string | null;
-                        }[];
+                            completedAt: string | null;
+                            /** @description Set while the instance waits at an approval step, else null */
+                            waitingFor: {
+                                /** @enum {string} */
+                                type: "approval";
+                                step: string;
+                                /** @description The approval step's `message` (usually text), or null */
+                                message: unknown;
+                                /** @description The approval step's `permission` (default `approve`) */
+                                permission: unknown;
+                                /** Format: date-time */
+                                since: string | null;
+                            } | null;
+                            /** @description Single instance only: one entry per step reached */
+                            nodes?: {
+                                nodeId: string;
+                                /** @enum {string} */
+                                status: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
+                                error: string | null;
+                                attempts: number;
+                                output: unknown;
+                                /** Format: date-time */
+                                startedAt: string | null;
+                                /** Format: date-time */
+                                finishedAt: string | null;
+                            }[];
+                        };
+                        meta: components["schemas"]["MetaDto"];
                     };
                 };
             };
@@ -5191,6 +5389,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -5207,59 +5406,70 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        workflowCode?: string;
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-                        /** @example approve_gold */
-                        currentNode?: string | null;
-                        error?: string | null;
                         /**
-                         * @example {
-                         *       "customerId": 3,
-                         *       "tier": "gold"
-                         *     }
+                         * @example true
+                         * @enum {boolean}
                          */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Values set by `set` steps */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        startedBy?: number | null;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                        /** Format: date-time */
-                        updatedAt?: string | null;
-                        /** Format: date-time */
-                        completedAt?: string | null;
-                        waitingFor?: {
+                        success: true;
+                        data: {
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            workflowCode: string;
+                            /** @example 2 */
+                            version: number;
                             /** @enum {string} */
-                            type?: "approval";
-                            step?: string;
-                            message?: string;
-                            permission?: string;
+                            status: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example approve_gold */
+                            currentNode: string | null;
+                            error: string | null;
+                            /**
+                             * @example {
+                             *       "customerId": 3,
+                             *       "tier": "gold"
+                             *     }
+                             */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Values set by `set` steps */
+                            context: {
+                                [key: string]: unknown;
+                            };
+                            startedBy: number | null;
                             /** Format: date-time */
-                            since?: string | null;
-                        } | null;
-                        /** @description Single instance only: one entry per step reached */
-                        nodes?: {
-                            nodeId?: string;
-                            /** @enum {string} */
-                            status?: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
-                            error?: string | null;
-                            attempts?: number;
-                            output?: unknown;
+                            createdAt: string | null;
                             /** Format: date-time */
-                            startedAt?: string | null;
+                            updatedAt: string | null;
                             /** Format: date-time */
-                            finishedAt?: string | null;
-                        }[];
+                            completedAt: string | null;
+                            /** @description Set while the instance waits at an approval step, else null */
+                            waitingFor: {
+                                /** @enum {string} */
+                                type: "approval";
+                                step: string;
+                                /** @description The approval step's `message` (usually text), or null */
+                                message: unknown;
+                                /** @description The approval step's `permission` (default `approve`) */
+                                permission: unknown;
+                                /** Format: date-time */
+                                since: string | null;
+                            } | null;
+                            /** @description Single instance only: one entry per step reached */
+                            nodes?: {
+                                nodeId: string;
+                                /** @enum {string} */
+                                status: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
+                                error: string | null;
+                                attempts: number;
+                                output: unknown;
+                                /** Format: date-time */
+                                startedAt: string | null;
+                                /** Format: date-time */
+                                finishedAt: string | null;
+                            }[];
+                        };
+                        meta: components["schemas"]["MetaDto"];
                     };
                 };
             };
@@ -5355,6 +5565,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -5371,14 +5582,22 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        id?: number;
-                        /** @enum {string} */
-                        level?: "debug" | "info" | "warn" | "error";
-                        message?: string;
-                        data?: unknown;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                    }[];
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: {
+                            id: number;
+                            /** @enum {string} */
+                            level: "debug" | "info" | "warn" | "error";
+                            message: string | null;
+                            data: unknown;
+                            /** Format: date-time */
+                            createdAt: string | null;
+                        }[];
+                        meta: components["schemas"]["MetaDto"];
+                    };
                 };
             };
             /** @description VALIDATION_ERROR: Bad input (details list the fields) */
@@ -5469,6 +5688,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -5481,6 +5701,7 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The instance after the change */
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
@@ -5491,59 +5712,70 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        workflowCode?: string;
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-                        /** @example approve_gold */
-                        currentNode?: string | null;
-                        error?: string | null;
                         /**
-                         * @example {
-                         *       "customerId": 3,
-                         *       "tier": "gold"
-                         *     }
+                         * @example true
+                         * @enum {boolean}
                          */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Values set by `set` steps */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        startedBy?: number | null;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                        /** Format: date-time */
-                        updatedAt?: string | null;
-                        /** Format: date-time */
-                        completedAt?: string | null;
-                        waitingFor?: {
+                        success: true;
+                        data: {
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            workflowCode: string;
+                            /** @example 2 */
+                            version: number;
                             /** @enum {string} */
-                            type?: "approval";
-                            step?: string;
-                            message?: string;
-                            permission?: string;
+                            status: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example approve_gold */
+                            currentNode: string | null;
+                            error: string | null;
+                            /**
+                             * @example {
+                             *       "customerId": 3,
+                             *       "tier": "gold"
+                             *     }
+                             */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Values set by `set` steps */
+                            context: {
+                                [key: string]: unknown;
+                            };
+                            startedBy: number | null;
                             /** Format: date-time */
-                            since?: string | null;
-                        } | null;
-                        /** @description Single instance only: one entry per step reached */
-                        nodes?: {
-                            nodeId?: string;
-                            /** @enum {string} */
-                            status?: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
-                            error?: string | null;
-                            attempts?: number;
-                            output?: unknown;
+                            createdAt: string | null;
                             /** Format: date-time */
-                            startedAt?: string | null;
+                            updatedAt: string | null;
                             /** Format: date-time */
-                            finishedAt?: string | null;
-                        }[];
+                            completedAt: string | null;
+                            /** @description Set while the instance waits at an approval step, else null */
+                            waitingFor: {
+                                /** @enum {string} */
+                                type: "approval";
+                                step: string;
+                                /** @description The approval step's `message` (usually text), or null */
+                                message: unknown;
+                                /** @description The approval step's `permission` (default `approve`) */
+                                permission: unknown;
+                                /** Format: date-time */
+                                since: string | null;
+                            } | null;
+                            /** @description Single instance only: one entry per step reached */
+                            nodes?: {
+                                nodeId: string;
+                                /** @enum {string} */
+                                status: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
+                                error: string | null;
+                                attempts: number;
+                                output: unknown;
+                                /** Format: date-time */
+                                startedAt: string | null;
+                                /** Format: date-time */
+                                finishedAt: string | null;
+                            }[];
+                        };
+                        meta: components["schemas"]["MetaDto"];
                     };
                 };
             };
@@ -5668,6 +5900,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -5680,6 +5913,7 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The instance after the change */
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
@@ -5690,59 +5924,70 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        workflowCode?: string;
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-                        /** @example approve_gold */
-                        currentNode?: string | null;
-                        error?: string | null;
                         /**
-                         * @example {
-                         *       "customerId": 3,
-                         *       "tier": "gold"
-                         *     }
+                         * @example true
+                         * @enum {boolean}
                          */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Values set by `set` steps */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        startedBy?: number | null;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                        /** Format: date-time */
-                        updatedAt?: string | null;
-                        /** Format: date-time */
-                        completedAt?: string | null;
-                        waitingFor?: {
+                        success: true;
+                        data: {
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            workflowCode: string;
+                            /** @example 2 */
+                            version: number;
                             /** @enum {string} */
-                            type?: "approval";
-                            step?: string;
-                            message?: string;
-                            permission?: string;
+                            status: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example approve_gold */
+                            currentNode: string | null;
+                            error: string | null;
+                            /**
+                             * @example {
+                             *       "customerId": 3,
+                             *       "tier": "gold"
+                             *     }
+                             */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Values set by `set` steps */
+                            context: {
+                                [key: string]: unknown;
+                            };
+                            startedBy: number | null;
                             /** Format: date-time */
-                            since?: string | null;
-                        } | null;
-                        /** @description Single instance only: one entry per step reached */
-                        nodes?: {
-                            nodeId?: string;
-                            /** @enum {string} */
-                            status?: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
-                            error?: string | null;
-                            attempts?: number;
-                            output?: unknown;
+                            createdAt: string | null;
                             /** Format: date-time */
-                            startedAt?: string | null;
+                            updatedAt: string | null;
                             /** Format: date-time */
-                            finishedAt?: string | null;
-                        }[];
+                            completedAt: string | null;
+                            /** @description Set while the instance waits at an approval step, else null */
+                            waitingFor: {
+                                /** @enum {string} */
+                                type: "approval";
+                                step: string;
+                                /** @description The approval step's `message` (usually text), or null */
+                                message: unknown;
+                                /** @description The approval step's `permission` (default `approve`) */
+                                permission: unknown;
+                                /** Format: date-time */
+                                since: string | null;
+                            } | null;
+                            /** @description Single instance only: one entry per step reached */
+                            nodes?: {
+                                nodeId: string;
+                                /** @enum {string} */
+                                status: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
+                                error: string | null;
+                                attempts: number;
+                                output: unknown;
+                                /** Format: date-time */
+                                startedAt: string | null;
+                                /** Format: date-time */
+                                finishedAt: string | null;
+                            }[];
+                        };
+                        meta: components["schemas"]["MetaDto"];
                     };
                 };
             };
@@ -5867,6 +6112,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -5879,6 +6125,7 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The instance after the change */
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
@@ -5889,59 +6136,70 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        workflowCode?: string;
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-                        /** @example approve_gold */
-                        currentNode?: string | null;
-                        error?: string | null;
                         /**
-                         * @example {
-                         *       "customerId": 3,
-                         *       "tier": "gold"
-                         *     }
+                         * @example true
+                         * @enum {boolean}
                          */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Values set by `set` steps */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        startedBy?: number | null;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                        /** Format: date-time */
-                        updatedAt?: string | null;
-                        /** Format: date-time */
-                        completedAt?: string | null;
-                        waitingFor?: {
+                        success: true;
+                        data: {
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            workflowCode: string;
+                            /** @example 2 */
+                            version: number;
                             /** @enum {string} */
-                            type?: "approval";
-                            step?: string;
-                            message?: string;
-                            permission?: string;
+                            status: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example approve_gold */
+                            currentNode: string | null;
+                            error: string | null;
+                            /**
+                             * @example {
+                             *       "customerId": 3,
+                             *       "tier": "gold"
+                             *     }
+                             */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Values set by `set` steps */
+                            context: {
+                                [key: string]: unknown;
+                            };
+                            startedBy: number | null;
                             /** Format: date-time */
-                            since?: string | null;
-                        } | null;
-                        /** @description Single instance only: one entry per step reached */
-                        nodes?: {
-                            nodeId?: string;
-                            /** @enum {string} */
-                            status?: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
-                            error?: string | null;
-                            attempts?: number;
-                            output?: unknown;
+                            createdAt: string | null;
                             /** Format: date-time */
-                            startedAt?: string | null;
+                            updatedAt: string | null;
                             /** Format: date-time */
-                            finishedAt?: string | null;
-                        }[];
+                            completedAt: string | null;
+                            /** @description Set while the instance waits at an approval step, else null */
+                            waitingFor: {
+                                /** @enum {string} */
+                                type: "approval";
+                                step: string;
+                                /** @description The approval step's `message` (usually text), or null */
+                                message: unknown;
+                                /** @description The approval step's `permission` (default `approve`) */
+                                permission: unknown;
+                                /** Format: date-time */
+                                since: string | null;
+                            } | null;
+                            /** @description Single instance only: one entry per step reached */
+                            nodes?: {
+                                nodeId: string;
+                                /** @enum {string} */
+                                status: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
+                                error: string | null;
+                                attempts: number;
+                                output: unknown;
+                                /** Format: date-time */
+                                startedAt: string | null;
+                                /** Format: date-time */
+                                finishedAt: string | null;
+                            }[];
+                        };
+                        meta: components["schemas"]["MetaDto"];
                     };
                 };
             };
@@ -6066,6 +6324,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -6078,6 +6337,7 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The instance after the change */
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
@@ -6088,59 +6348,70 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        workflowCode?: string;
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-                        /** @example approve_gold */
-                        currentNode?: string | null;
-                        error?: string | null;
                         /**
-                         * @example {
-                         *       "customerId": 3,
-                         *       "tier": "gold"
-                         *     }
+                         * @example true
+                         * @enum {boolean}
                          */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Values set by `set` steps */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        startedBy?: number | null;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                        /** Format: date-time */
-                        updatedAt?: string | null;
-                        /** Format: date-time */
-                        completedAt?: string | null;
-                        waitingFor?: {
+                        success: true;
+                        data: {
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            workflowCode: string;
+                            /** @example 2 */
+                            version: number;
                             /** @enum {string} */
-                            type?: "approval";
-                            step?: string;
-                            message?: string;
-                            permission?: string;
+                            status: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example approve_gold */
+                            currentNode: string | null;
+                            error: string | null;
+                            /**
+                             * @example {
+                             *       "customerId": 3,
+                             *       "tier": "gold"
+                             *     }
+                             */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Values set by `set` steps */
+                            context: {
+                                [key: string]: unknown;
+                            };
+                            startedBy: number | null;
                             /** Format: date-time */
-                            since?: string | null;
-                        } | null;
-                        /** @description Single instance only: one entry per step reached */
-                        nodes?: {
-                            nodeId?: string;
-                            /** @enum {string} */
-                            status?: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
-                            error?: string | null;
-                            attempts?: number;
-                            output?: unknown;
+                            createdAt: string | null;
                             /** Format: date-time */
-                            startedAt?: string | null;
+                            updatedAt: string | null;
                             /** Format: date-time */
-                            finishedAt?: string | null;
-                        }[];
+                            completedAt: string | null;
+                            /** @description Set while the instance waits at an approval step, else null */
+                            waitingFor: {
+                                /** @enum {string} */
+                                type: "approval";
+                                step: string;
+                                /** @description The approval step's `message` (usually text), or null */
+                                message: unknown;
+                                /** @description The approval step's `permission` (default `approve`) */
+                                permission: unknown;
+                                /** Format: date-time */
+                                since: string | null;
+                            } | null;
+                            /** @description Single instance only: one entry per step reached */
+                            nodes?: {
+                                nodeId: string;
+                                /** @enum {string} */
+                                status: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
+                                error: string | null;
+                                attempts: number;
+                                output: unknown;
+                                /** Format: date-time */
+                                startedAt: string | null;
+                                /** Format: date-time */
+                                finishedAt: string | null;
+                            }[];
+                        };
+                        meta: components["schemas"]["MetaDto"];
                     };
                 };
             };
@@ -6265,6 +6536,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -6277,6 +6549,7 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The instance after the change */
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
@@ -6287,59 +6560,70 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        workflowCode?: string;
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-                        /** @example approve_gold */
-                        currentNode?: string | null;
-                        error?: string | null;
                         /**
-                         * @example {
-                         *       "customerId": 3,
-                         *       "tier": "gold"
-                         *     }
+                         * @example true
+                         * @enum {boolean}
                          */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Values set by `set` steps */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        startedBy?: number | null;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                        /** Format: date-time */
-                        updatedAt?: string | null;
-                        /** Format: date-time */
-                        completedAt?: string | null;
-                        waitingFor?: {
+                        success: true;
+                        data: {
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            workflowCode: string;
+                            /** @example 2 */
+                            version: number;
                             /** @enum {string} */
-                            type?: "approval";
-                            step?: string;
-                            message?: string;
-                            permission?: string;
+                            status: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example approve_gold */
+                            currentNode: string | null;
+                            error: string | null;
+                            /**
+                             * @example {
+                             *       "customerId": 3,
+                             *       "tier": "gold"
+                             *     }
+                             */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Values set by `set` steps */
+                            context: {
+                                [key: string]: unknown;
+                            };
+                            startedBy: number | null;
                             /** Format: date-time */
-                            since?: string | null;
-                        } | null;
-                        /** @description Single instance only: one entry per step reached */
-                        nodes?: {
-                            nodeId?: string;
-                            /** @enum {string} */
-                            status?: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
-                            error?: string | null;
-                            attempts?: number;
-                            output?: unknown;
+                            createdAt: string | null;
                             /** Format: date-time */
-                            startedAt?: string | null;
+                            updatedAt: string | null;
                             /** Format: date-time */
-                            finishedAt?: string | null;
-                        }[];
+                            completedAt: string | null;
+                            /** @description Set while the instance waits at an approval step, else null */
+                            waitingFor: {
+                                /** @enum {string} */
+                                type: "approval";
+                                step: string;
+                                /** @description The approval step's `message` (usually text), or null */
+                                message: unknown;
+                                /** @description The approval step's `permission` (default `approve`) */
+                                permission: unknown;
+                                /** Format: date-time */
+                                since: string | null;
+                            } | null;
+                            /** @description Single instance only: one entry per step reached */
+                            nodes?: {
+                                nodeId: string;
+                                /** @enum {string} */
+                                status: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
+                                error: string | null;
+                                attempts: number;
+                                output: unknown;
+                                /** Format: date-time */
+                                startedAt: string | null;
+                                /** Format: date-time */
+                                finishedAt: string | null;
+                            }[];
+                        };
+                        meta: components["schemas"]["MetaDto"];
                     };
                 };
             };
@@ -6467,7 +6751,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description Compared exactly (case and trailing spaces count) on every database */
+                /** @description Compared exactly (case and trailing spaces count) on every database. Example: `customer_form` */
                 code: string;
             };
             cookie?: never;
@@ -6683,7 +6967,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description Compared exactly (case and trailing spaces count) on every database */
+                /** @description Compared exactly (case and trailing spaces count) on every database. Example: `main` */
                 code: string;
             };
             cookie?: never;
@@ -6877,7 +7161,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description Compared exactly (case and trailing spaces count) on every database */
+                /** @description Compared exactly (case and trailing spaces count) on every database. Example: `customer_tiers` */
                 code: string;
             };
             cookie?: never;
@@ -7044,12 +7328,7 @@ export interface operations {
     listCustomers: {
         parameters: {
             query?: {
-                /**
-                 * @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows
-                 * @example {
-                 *       "tier": "bronze"
-                 *     }
-                 */
+                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows. Example: `{"tier":"bronze"}` */
                 filters?: {
                     id?: number;
                     name?: string;
@@ -7060,14 +7339,14 @@ export interface operations {
                     credit_limit?: number;
                     internal_notes?: string;
                 };
-                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500) */
+                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500). Example: `25` */
                 limit?: number;
-                /** @description Records to skip (offset) */
+                /** @description Records to skip (offset). Example: `0` */
                 skip?: number;
                 /** @description A visible field name; the key always ends the sort */
                 sortBy?: string;
-                /** @description asc or desc (any case) */
-                sortOrder?: "asc" | "desc";
+                /** @description asc or desc, in any case (DESC, Desc…) */
+                sortOrder?: string;
             };
             header?: never;
             path?: never;
@@ -7172,17 +7451,6 @@ export interface operations {
             };
             /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
             500: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
                     "x-request-id"?: string;
@@ -7365,7 +7633,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -7476,17 +7744,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
             /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
             503: {
                 headers: {
@@ -7506,11 +7763,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body */
+                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body. Example: `"2026-11-23T05:03:25.085Z"` */
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -7666,7 +7923,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -7691,18 +7948,18 @@ export interface operations {
                         success: true;
                         data: {
                             /** @example true */
-                            success?: boolean;
+                            success: boolean;
                             /**
                              * Format: date-time
                              * @example 2026-11-23T05:10:00.000Z
                              */
-                            deletedAt?: string;
+                            deletedAt: string;
                         };
                         /**
                          * Format: date-time
                          * @example 2026-11-23T05:10:00.000Z
                          */
-                        deletedAt?: string;
+                        deletedAt: string;
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -7762,6 +8019,28 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
             /** @description RATE_LIMITED: Too many requests (Retry-After) */
             429: {
                 headers: {
@@ -7804,12 +8083,7 @@ export interface operations {
     listOrders: {
         parameters: {
             query?: {
-                /**
-                 * @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows
-                 * @example {
-                 *       "status": "new"
-                 *     }
-                 */
+                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows. Example: `{"status":"new"}` */
                 filters?: {
                     id?: number;
                     customer_id?: number;
@@ -7818,14 +8092,14 @@ export interface operations {
                     status?: "new" | "paid" | "shipped" | "cancelled";
                     ordered_at?: string;
                 };
-                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500) */
+                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500). Example: `25` */
                 limit?: number;
-                /** @description Records to skip (offset) */
+                /** @description Records to skip (offset). Example: `0` */
                 skip?: number;
                 /** @description A visible field name; the key always ends the sort */
                 sortBy?: string;
-                /** @description asc or desc (any case) */
-                sortOrder?: "asc" | "desc";
+                /** @description asc or desc, in any case (DESC, Desc…) */
+                sortOrder?: string;
             };
             header?: never;
             path?: never;
@@ -7930,17 +8204,6 @@ export interface operations {
             };
             /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
             500: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
                     "x-request-id"?: string;
@@ -8123,7 +8386,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -8234,17 +8497,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
             /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
             503: {
                 headers: {
@@ -8264,11 +8516,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body */
+                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body. Example: `"2026-11-23T05:03:25.085Z"` */
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -8424,7 +8676,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -8449,18 +8701,18 @@ export interface operations {
                         success: true;
                         data: {
                             /** @example true */
-                            success?: boolean;
+                            success: boolean;
                             /**
                              * Format: date-time
                              * @example 2026-11-23T05:10:00.000Z
                              */
-                            deletedAt?: string;
+                            deletedAt: string;
                         };
                         /**
                          * Format: date-time
                          * @example 2026-11-23T05:10:00.000Z
                          */
-                        deletedAt?: string;
+                        deletedAt: string;
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -8520,6 +8772,28 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
             /** @description RATE_LIMITED: Too many requests (Retry-After) */
             429: {
                 headers: {
@@ -8562,23 +8836,20 @@ export interface operations {
     listRoles: {
         parameters: {
             query?: {
-                /**
-                 * @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows
-                 * @example {}
-                 */
+                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows. Example: `{}` */
                 filters?: {
                     id?: number;
                     code?: string;
                     description?: string;
                 };
-                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500) */
+                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500). Example: `25` */
                 limit?: number;
-                /** @description Records to skip (offset) */
+                /** @description Records to skip (offset). Example: `0` */
                 skip?: number;
                 /** @description A visible field name; the key always ends the sort */
                 sortBy?: string;
-                /** @description asc or desc (any case) */
-                sortOrder?: "asc" | "desc";
+                /** @description asc or desc, in any case (DESC, Desc…) */
+                sortOrder?: string;
             };
             header?: never;
             path?: never;
@@ -8683,17 +8954,6 @@ export interface operations {
             };
             /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
             500: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
                     "x-request-id"?: string;
@@ -8876,7 +9136,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -8987,17 +9247,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
             /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
             503: {
                 headers: {
@@ -9017,11 +9266,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body */
+                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body. Example: `"2026-11-23T05:03:25.085Z"` */
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -9177,7 +9426,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -9202,18 +9451,18 @@ export interface operations {
                         success: true;
                         data: {
                             /** @example true */
-                            success?: boolean;
+                            success: boolean;
                             /**
                              * Format: date-time
                              * @example 2026-11-23T05:10:00.000Z
                              */
-                            deletedAt?: string;
+                            deletedAt: string;
                         };
                         /**
                          * Format: date-time
                          * @example 2026-11-23T05:10:00.000Z
                          */
-                        deletedAt?: string;
+                        deletedAt: string;
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -9273,6 +9522,28 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
             /** @description RATE_LIMITED: Too many requests (Retry-After) */
             429: {
                 headers: {
@@ -9315,10 +9586,7 @@ export interface operations {
     listUsers: {
         parameters: {
             query?: {
-                /**
-                 * @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows
-                 * @example {}
-                 */
+                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows. Example: `{}` */
                 filters?: {
                     id?: number;
                     email_id?: string;
@@ -9327,14 +9595,14 @@ export interface operations {
                     role_id?: number;
                     status?: number;
                 };
-                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500) */
+                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500). Example: `25` */
                 limit?: number;
-                /** @description Records to skip (offset) */
+                /** @description Records to skip (offset). Example: `0` */
                 skip?: number;
                 /** @description A visible field name; the key always ends the sort */
                 sortBy?: string;
-                /** @description asc or desc (any case) */
-                sortOrder?: "asc" | "desc";
+                /** @description asc or desc, in any case (DESC, Desc…) */
+                sortOrder?: string;
             };
             header?: never;
             path?: never;
@@ -9439,17 +9707,6 @@ export interface operations {
             };
             /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
             500: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
                     "x-request-id"?: string;
@@ -9632,7 +9889,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -9743,17 +10000,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
             /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
             503: {
                 headers: {
@@ -9773,11 +10019,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body */
+                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body. Example: `"2026-11-23T05:03:25.085Z"` */
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -9933,7 +10179,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -9958,18 +10204,18 @@ export interface operations {
                         success: true;
                         data: {
                             /** @example true */
-                            success?: boolean;
+                            success: boolean;
                             /**
                              * Format: date-time
                              * @example 2026-11-23T05:10:00.000Z
                              */
-                            deletedAt?: string;
+                            deletedAt: string;
                         };
                         /**
                          * Format: date-time
                          * @example 2026-11-23T05:10:00.000Z
                          */
-                        deletedAt?: string;
+                        deletedAt: string;
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -10020,6 +10266,28 @@ export interface operations {
             };
             /** @description CONFLICT: Conflict (stale lastModified, dependents, duplicate unique value) */
             409: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
                     "x-request-id"?: string;

@@ -287,11 +287,11 @@ export function ApiEnvelope(
   );
 }
 
-/** `{success: true, data, meta}` around a `data` schema (D16). */
+/** `{success: true, data, meta}` around a `data` schema (D16); `extras` are always sent beside it. */
 export function envelopeSchema(data: object, example?: unknown, extras: Record<string, object> = {}): object {
   return {
     type: 'object',
-    required: ['success', 'data', 'meta'],
+    required: ['success', 'data', ...Object.keys(extras), 'meta'],
     properties: {
       success: { type: 'boolean', enum: [true], example: true },
       data: example === undefined ? data : { ...data, ...('$ref' in data ? {} : { example }) },
