@@ -24,6 +24,8 @@ export interface TestAppOptions {
   waitForStartup?: boolean;
   /** Check every answer against the served OpenAPI document (default: CONTRACT_CHECK=1). */
   contract?: boolean;
+  /** Runs after createApp and before init: Fastify hooks of a test (fault injection) go here. */
+  beforeInit?: (app: NestFastifyApplication) => void;
 }
 
 /** CONTRACT_CHECK=1: every e2e app checks its answers against its document and fails on a violation. */
@@ -53,6 +55,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
   const app = await createApp(config, { logger: false, extraModules: options.extraModules });
   const contract = (options.contract ?? contractCheckEnabled()) ? new ContractRecorder() : undefined;
   if (contract) installContractHook(app.getHttpAdapter().getInstance(), contract);
+  options.beforeInit?.(app);
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   if (options.waitForStartup !== false) await app.get(StartupService).settled();

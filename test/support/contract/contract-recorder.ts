@@ -20,9 +20,12 @@ export class ContractRecorder {
   exchanges = 0;
   private contract?: OpenApiContract;
 
-  /** Starts checking against the document the app serves. */
-  async attach(fastify: FastifyInstance): Promise<OpenApiContract> {
-    const res = await fastify.inject({ method: 'GET', url: '/api-docs/json' });
+  /**
+   * Starts checking against the document `source` serves (usually the app itself; another app's
+   * where its own /api-docs/json is gated, e.g. by readiness).
+   */
+  async attach(source: FastifyInstance): Promise<OpenApiContract> {
+    const res = await source.inject({ method: 'GET', url: '/api-docs/json' });
     if (res.statusCode !== 200) throw new Error(`GET /api-docs/json answered ${res.statusCode}`);
     this.contract = await OpenApiContract.create(res.json<object>());
     return this.contract;
@@ -117,11 +120,11 @@ export function installContractHook(fastify: FastifyInstance, recorder: Contract
     // Over a real socket Fastify passes its headers to writeHead(), where getHeaders() does not see them.
     let head: Exchange['responseHeaders'] = {};
     const writeHead = raw.writeHead.bind(raw) as (...args: unknown[]) => ServerResponse;
-    raw.writeHead = ((...args: unknown[]) => {
+    raw.writeHead = (...args: unknown[]) => {
       const headers = args.find((a, i) => i > 0 && typeof a === 'object' && a !== null);
       if (headers && !Array.isArray(headers)) head = { ...head, ...(headers as Exchange['responseHeaders']) };
       return writeHead(...args);
-    });
+    };
     const write = raw.write.bind(raw) as (...args: unknown[]) => boolean;
     const end = raw.end.bind(raw) as (...args: unknown[]) => ServerResponse;
     raw.write = ((...args: unknown[]) => {

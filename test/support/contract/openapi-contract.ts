@@ -55,7 +55,9 @@ function mediaMatches(actual: string, documented: string): boolean {
   return documented.endsWith('/*') && actual.startsWith(documented.slice(0, -1));
 }
 
-function ajvErrors(errors: Array<{ instancePath?: string; message?: string; params?: unknown }> | null | undefined): string {
+function ajvErrors(
+  errors: Array<{ instancePath?: string; message?: string; params?: unknown }> | null | undefined,
+): string {
   return (errors ?? [])
     .slice(0, 5)
     .map((e) => `${e.instancePath || '/'} ${e.message ?? ''} ${JSON.stringify(e.params ?? {})}`.trim())
@@ -121,7 +123,10 @@ export class OpenApiContract {
     if (candidates.length === 0) return [];
     const best = candidates[0];
     if (!(best.op as Record<string, unknown>)['x-entity-code']) return [best];
-    return [best, ...candidates.filter((c) => c.literals < best.literals && c.path.startsWith('/api/v1/{entity_code}'))];
+    return [
+      best,
+      ...candidates.filter((c) => c.literals < best.literals && c.path.startsWith('/api/v1/{entity_code}')),
+    ];
   }
 
   /** The violations of one exchange and the operations it touched. */
@@ -136,7 +141,13 @@ export class OpenApiContract {
       return {
         operations: [],
         violations: [
-          { side: 'response', operation: '-', status: ex.status, request, message: 'answered, but no operation of the document matches' },
+          {
+            side: 'response',
+            operation: '-',
+            status: ex.status,
+            request,
+            message: 'answered, but no operation of the document matches',
+          },
         ],
       };
     }
@@ -184,7 +195,10 @@ export class OpenApiContract {
     if (sentBody && body?.content) {
       const type = mediaType(first(ex.requestHeaders['content-type']));
       if (!Object.keys(body.content).some((m) => mediaMatches(type, m)))
-        add('request', `accepted a body of ${type || 'no type'}; documented: ${Object.keys(body.content).join(', ')}`);
+        add(
+          'request',
+          `accepted a body of ${type || 'no type'}; documented: ${Object.keys(body.content).join(', ')}`,
+        );
     }
   }
 
@@ -204,7 +218,8 @@ export class OpenApiContract {
     const content = documented.content ?? {};
     const media = Object.keys(content);
     if (ex.responseBody.length === 0) {
-      if (media.length > 0 && ex.method !== 'HEAD') add('response', `empty body; documented: ${media.join(', ')}`);
+      if (media.length > 0 && ex.method !== 'HEAD')
+        add('response', `empty body; documented: ${media.join(', ')}`);
     } else if (media.length === 0) {
       add('response', `a body of ${type || 'no type'}, but the status documents none`);
     } else if (!media.some((m) => mediaMatches(type, m))) {
@@ -227,7 +242,8 @@ export class OpenApiContract {
         .map(([k, v]) => [k.toLowerCase(), first(v)]),
     );
     for (const [name, header] of Object.entries(documented.headers ?? {}))
-      if (header.required && headers[name.toLowerCase()] === undefined) add('response', `header ${name} missing`);
+      if (header.required && headers[name.toLowerCase()] === undefined)
+        add('response', `header ${name} missing`);
     const result = this.api.validator.validateResponseHeaders(headers, o.op, { statusCode: ex.status });
     if (!result.valid) add('response', `headers: ${ajvErrors(result.errors)}`);
   }

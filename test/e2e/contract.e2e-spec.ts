@@ -1,0 +1,511 @@
+import { request as httpRequest } from 'node:http';
+import { mkdtempSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DatabaseService } from '../../src/database/database.service';
+import { authHeaders, signin, TENANT, tenantHeader } from '../support/auth';
+import { ContractRecorder, installContractHook } from '../support/contract/contract-recorder';
+import { freePort } from '../support/redis-server';
+import { startTestApp, TestApp, waitFor } from '../support/test-app';
+
+type Json = Record<string, any>;
+type Headers = Record<string, string>;
+
+/**
+ * The contract check (issue 20): every operation of the served OpenAPI document is called and made
+ * to answer each of its documented statuses, and every answer is checked against the document,
+ * request and response side (test/support/contract). Fails on any violation, on an operation
+ * never called, and on a documented status never answered unless UNREACHABLE says why.
+ * Three apps: the main one (a fault hook answers 500 where `x-contract-fault` is sent), one with
+ * a rate limit of 1 and metrics off (429, metrics 404), and one whose cache never comes up (503).
+ */
+
+const LOCK_TIMEOUT =
+  'a unique-value lock held past WRITE_LOCK_TIMEOUT_MS on a server dialect (write-locks.e2e-spec), ' +
+  'or a unique index hit by a row written outside the service';
+const UNSUPPORTED =
+  'an entity whose object or database type this database cannot serve (D26: a FUNCTION on SQLite or ' +
+  'MariaDB, entity-object-types.e2e-spec; a mongodb registry row)';
+const ROLES_READ = 'the demo profile of roles is READ mode; a tenant profile in WRITE or FULL mode allows it';
+
+/**
+ * Documented statuses this walk does not produce, and why: each is a real answer of another set-up
+ * (dialect, profile, registry) that the suite named in the reason covers, or that needs a mail.
+ */
+const UNREACHABLE: Record<string, string> = {
+  ...Object.fromEntries(
+    ['createRecord', 'createCustomer', 'createOrder', 'createUser', 'createRole'].map((op) => [
+      `${op} 409`,
+      LOCK_TIMEOUT,
+    ]),
+  ),
+  ...Object.fromEntries(
+    [
+      'listRecordsByQuery',
+      'listEntityRecords',
+      'listRecords',
+      'createRecord',
+      'getRecord',
+      'updateRecord',
+      'deleteRecord',
+      'getDataviewData',
+      'exportDataview',
+    ].map((op) => [`${op} 501`, UNSUPPORTED]),
+  ),
+  'createRole 201': ROLES_READ,
+  'updateRole 200': ROLES_READ,
+  'updateRole 409': ROLES_READ,
+  'deleteRole 200': ROLES_READ,
+  'deleteRole 409': `${ROLES_READ} (then a role with users is restricted)`,
+  'deleteUser 200': 'the demo profile of users has delete: false; a profile that allows it answers 200',
+  'deleteUser 409': 'as deleteUser 200, for a user something restricts',
+  'deleteOrder 409':
+    'orders have no dependents in the demo registry; a restrict relation to them answers 409',
+  'createAccount 200': 'needs the code of the sign-up mail (signup.e2e-spec runs an SMTP server for it)',
+  'createAccount 409': 'an e-mail that got an account between code and create (signup.e2e-spec)',
+};
+
+const FAULT = 'x-contract-fault';
+
+function installFault(app: NestFastifyApplication): void {
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .addHook('preHandler', (request, _reply, done) => {
+      done(request.headers[FAULT] ? new Error('fault injected by the contract test') : undefined);
+    });
+}
+
+describe('OpenAPI contract: every operation, every documented status', () => {
+  let main: TestApp;
+  let limited: TestApp;
+  let gated: TestApp;
+  let recorders: ContractRecorder[] = [];
+  const ids: Record<string, number> = {};
+  let token = '';
+  let rootToken = '';
+  let limitedToken = '';
+  let fileId = '';
+  let base: Headers;
+
+  const send = async (
+    t: TestApp,
+    method: string,
+    url: string,
+    headers: Headers = {},
+    payload?: unknown,
+  ): Promise<{ status: number; json: Json; headers: Json }> => {
+    const res = await t.app.inject({
+      method: method as 'GET',
+      url,
+      headers:
+        payload !== undefined && typeof payload !== 'string'
+          ? { ...headers, 'content-type': 'application/json' }
+          : headers,
+      ...(payload === undefined
+        ? {}
+        : { payload: typeof payload === 'string' ? payload : JSON.stringify(payload) }),
+    });
+    let json: Json = {};
+    try {
+      json = res.json();
+    } catch {
+      json = {};
+    }
+    return { status: res.statusCode, json, headers: res.headers };
+  };
+
+  /** A path of the document with its parameters filled from the fixtures. */
+  const urlOf = (path: string): string => {
+    const url = path.replace(/\{(\w+)\}/g, (_, name: string) => {
+      if (name === 'entity_code') return 'customers';
+      if (name === 'dvc_code') return 'customers_grid';
+      if (name === 'file_id') return fileId;
+      if (name === 'code') {
+        if (path.includes('/config/pages/')) return 'customer_form';
+        if (path.includes('/config/navigation/')) return 'main';
+        if (path.includes('/config/value-sets/')) return 'customer_tiers';
+        return 'customer_onboarding';
+      }
+      if (path.startsWith('/api/v1/workflows/instances')) return String(ids.instance);
+      for (const e of ['orders', 'users', 'roles'])
+        if (path.startsWith(`/api/v1/${e}/`)) return String(ids[e]);
+      return String(ids.customers);
+    });
+    return path === '/api/v1/records' ? `${url}?entity=customers` : url;
+  };
+
+  beforeAll(async () => {
+    const exportDir = mkdtempSync(join(tmpdir(), 'contract-exports-'));
+    // No limits but the ones a status needs, and no load shedding on a busy machine.
+    const quiet = {
+      ADDRESS_FAILURE_POINTS: '100000',
+      PUBLIC_RATE_LIMIT_POINTS: '100000',
+      RATE_LIMIT_POINTS: '100000',
+      OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
+      OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: '0',
+    };
+    main = await startTestApp({
+      label: 'contract',
+      contract: true,
+      env: { ...quiet, EXPORT_DIR: exportDir, WORKFLOW_POLL_MS: '50' },
+      beforeInit: installFault,
+    });
+    limited = await startTestApp({
+      label: 'contract_limited',
+      contract: true,
+      env: {
+        RATE_LIMIT_POINTS: '1',
+        PUBLIC_RATE_LIMIT_POINTS: '1',
+        METRICS_ENABLED: 'false',
+        EXPORT_DIR: exportDir,
+      },
+    });
+    const closed = await freePort();
+    const gateRecorder = new ContractRecorder();
+    gated = await startTestApp({
+      label: 'contract_gated',
+      contract: false,
+      waitForStartup: false,
+      env: {
+        CACHE_URL: `redis://127.0.0.1:${closed}`,
+        CACHE_STARTUP_MAX_ATTEMPTS: '1000',
+        CACHE_STARTUP_RETRY_MS: '100',
+      },
+      beforeInit: (app) => installContractHook(app.getHttpAdapter().getInstance(), gateRecorder),
+    });
+    // Its own /api-docs/json waits behind the readiness gate: the main app serves the same document.
+    await gateRecorder.attach(main.app.getHttpAdapter().getInstance());
+    recorders = [main.contract!, limited.contract!, gateRecorder];
+    // Its public budget is one request: the sign-in spends it, every later public request is a 429.
+    limitedToken = (await signin(limited.app, TENANT.acme, 'admin@acme.test')).token;
+    token = (await signin(main.app, TENANT.acme, 'admin@acme.test')).token;
+    rootToken = (await signin(main.app, TENANT.acme, 'root@acme.test')).token;
+    base = authHeaders(TENANT.acme, token);
+    for (const e of ['customers', 'orders', 'users', 'roles']) {
+      const list = await send(main, 'GET', `/api/v1/${e}?limit=1&sortBy=id`, base);
+      if (!list.json.data) throw new Error(`${e}: ${list.status} ${JSON.stringify(list.json)}`);
+      ids[e] = list.json.data.records[0].id;
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    await gated?.close();
+    await limited?.close();
+    await main?.close();
+  });
+
+  it('should answer the success statuses of every operation as documented', async () => {
+    const admin = base;
+    const root = authHeaders(TENANT.acme, rootToken);
+    // Reads and lists, each with what it answers.
+    for (const path of [
+      '/api/v1/customers',
+      '/api/v1/orders',
+      '/api/v1/users',
+      '/api/v1/roles',
+      '/api/v1/records',
+    ])
+      expect((await send(main, 'GET', urlOf(path), admin)).status).toBe(200);
+    expect((await send(main, 'GET', '/api/entity/customers/get?ten_id=1', admin)).status).toBe(200);
+    for (const e of ['customers', 'orders', 'users', 'roles']) {
+      const got = await send(main, 'GET', `/api/v1/${e}/${ids[e]}`, admin);
+      expect(got.status).toBe(200);
+      const again = await send(main, 'GET', `/api/v1/${e}/${ids[e]}`, {
+        ...admin,
+        'if-none-match': got.headers.etag,
+      });
+      expect(again.status).toBe(304);
+    }
+    for (const path of [
+      '/api/v1/dataviews/{dvc_code}/config',
+      '/api/v1/config/pages/{code}',
+      '/api/v1/config/navigation/{code}',
+      '/api/v1/config/value-sets/{code}',
+    ]) {
+      const got = await send(main, 'GET', urlOf(path), admin);
+      expect(got.status).toBe(200);
+      expect(
+        (await send(main, 'GET', urlOf(path), { ...admin, 'if-none-match': got.headers.etag })).status,
+      ).toBe(304);
+    }
+    expect((await send(main, 'GET', '/api/v1/dataviews/customers_grid/data?pageSize=3', admin)).status).toBe(
+      200,
+    );
+    expect(
+      (await send(main, 'GET', '/api/v1/dataviews/customers_grid/data?groupBy=tier', admin)).status,
+    ).toBe(200);
+    expect((await send(main, 'GET', '/api/v1/dataviews/orders_grid/data?pageSize=2', admin)).status).toBe(
+      200,
+    );
+    const exported = await send(main, 'POST', '/api/v1/dataviews/customers_grid/export', admin, {
+      format: 'csv',
+    });
+    expect(exported.status).toBe(200);
+    fileId = String(exported.json.data.downloadUrl).split('/').pop()!;
+    expect((await send(main, 'GET', urlOf('/api/v1/downloads/{file_id}'), admin)).status).toBe(200);
+
+    // Writes: create, save (If-Match and body token), stale save, delete, delete with dependents.
+    const created = await send(main, 'POST', '/api/v1/customers', admin, {
+      name: 'Contract Test',
+      email: 'contract@acme.example',
+      tier: 'gold',
+      credit_limit: '1500',
+    });
+    expect(created.status).toBe(201);
+    const c = created.json.data;
+    expect(
+      (await send(main, 'POST', '/api/v1/customers', admin, { name: 'Twin', email: 'contract@acme.example' }))
+        .status,
+    ).toBe(400);
+    const saved = await send(
+      main,
+      'PUT',
+      `/api/v1/customers/${c.id}`,
+      { ...admin, 'if-match': `"${c.lastModified}"` },
+      { credit_limit: 1600 },
+    );
+    expect(saved.status).toBe(200);
+    expect(
+      (await send(main, 'PUT', `/api/v1/customers/${c.id}`, admin, { ...c, credit_limit: 1 })).status,
+    ).toBe(409);
+    expect((await send(main, 'DELETE', `/api/v1/customers/${ids.customers}`, admin)).status).toBe(409);
+    const order = await send(main, 'POST', '/api/v1/orders', admin, {
+      customer_id: c.id,
+      amount: 10,
+      status: 'new',
+    });
+    expect(order.status).toBe(201);
+    const o = order.json.data;
+    expect(
+      (
+        await send(main, 'PUT', `/api/v1/orders/${o.id}`, admin, {
+          status: 'paid',
+          lastModified: o.lastModified,
+        })
+      ).status,
+    ).toBe(200);
+    const staleOrder = { status: 'shipped', lastModified: o.lastModified };
+    expect((await send(main, 'PUT', `/api/v1/orders/${o.id}`, admin, staleOrder)).status).toBe(409);
+    expect((await send(main, 'DELETE', `/api/v1/orders/${o.id}`, admin)).status).toBe(200);
+    expect((await send(main, 'DELETE', `/api/v1/customers/${c.id}`, admin)).status).toBe(200);
+    const user = await send(main, 'POST', '/api/v1/users', root, {
+      email_id: 'contract.user@acme.test',
+      first_name: 'C',
+      role_id: 2,
+      password: 'a-long-Passw0rd',
+    });
+    expect(user.status).toBe(201);
+    const u = user.json.data;
+    expect(
+      (await send(main, 'POST', '/api/v1/users', root, { email_id: 'contract.user@acme.test' })).status,
+    ).toBe(400);
+    expect(
+      (
+        await send(main, 'PUT', `/api/v1/users/${u.id}`, root, {
+          id: u.id,
+          last_name: 'T',
+          lastModified: u.lastModified,
+        })
+      ).status,
+    ).toBe(200);
+    const staleUser = { last_name: 'U', lastModified: u.lastModified };
+    expect((await send(main, 'PUT', `/api/v1/users/${u.id}`, root, staleUser)).status).toBe(409);
+
+    // Workflows: start, read, list, logs, and every state change, legal and not.
+    expect((await send(main, 'GET', '/api/v1/workflows', admin)).status).toBe(200);
+    const start = (tier: string) =>
+      send(main, 'POST', '/api/v1/workflows/customer_onboarding/start', admin, {
+        input: { customerId: ids.customers, tier },
+      });
+    const first = await start('gold');
+    expect(first.status).toBe(202);
+    ids.instance = first.json.data.instanceId;
+    for (const path of [
+      '/api/v1/workflows/instances',
+      '/api/v1/workflows/instances/{id}',
+      '/api/v1/workflows/instances/{id}/logs',
+    ])
+      expect((await send(main, 'GET', urlOf(path), admin)).status).toBe(200);
+    const change = (id: number, action: string, who: Headers = admin) =>
+      send(main, 'POST', `/api/v1/workflows/instances/${id}/${action}`, who, {});
+    expect((await change(ids.instance, 'pause')).status).toBe(200);
+    expect((await change(ids.instance, 'pause')).status).toBe(409);
+    expect((await change(ids.instance, 'resume')).status).toBe(200);
+    expect((await change(ids.instance, 'resume')).status).toBe(409);
+    expect((await change(ids.instance, 'cancel')).status).toBe(200);
+    expect((await change(ids.instance, 'cancel')).status).toBe(409);
+    expect((await change(ids.instance, 'approve', root)).status).toBe(409);
+    expect((await change(ids.instance, 'reject', root)).status).toBe(409);
+    // A gold customer's instance waits for an approval another user gives (four-eyes, D49).
+    for (const action of ['approve', 'reject']) {
+      const id = (await start('gold')).json.data.instanceId as number;
+      await waitFor(async () => {
+        const got = await send(main, 'GET', `/api/v1/workflows/instances/${id}`, admin);
+        return got.json.data?.waitingFor != null;
+      });
+      expect((await change(id, action, root)).status).toBe(200);
+    }
+
+    // Auth, cache and probes.
+    expect(
+      (await send(main, 'GET', '/api/v1/auth/tenant-config', { 'x-tenant-id': tenantHeader(TENANT.acme) }))
+        .status,
+    ).toBe(200);
+    expect((await send(main, 'GET', '/api/v1/auth/profile', admin)).status).toBe(200);
+    expect(
+      (
+        await send(
+          main,
+          'POST',
+          '/api/v1/auth/signup-otp',
+          { 'x-tenant-id': tenantHeader(TENANT.acme) },
+          { email_id: 'someone.new@acme.test' },
+        )
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await send(
+          main,
+          'POST',
+          '/api/v1/auth/create-account',
+          { 'x-tenant-id': tenantHeader(TENANT.acme) },
+          { email_id: 'someone.new@acme.test', otp: '000000', password: 'a-long-Passw0rd' },
+        )
+      ).status,
+    ).toBe(400);
+    expect((await send(main, 'GET', '/api/cache/catalog', admin)).status).toBe(200);
+    expect((await send(main, 'POST', '/api/cache/reload', admin)).status).toBe(200);
+    expect(
+      (await send(main, 'POST', '/api/v1/admin/cache/clear', root, { scope: 'lists', tenantId: 1 })).status,
+    ).toBe(200);
+    for (const path of [
+      '/healthz',
+      '/readyz',
+      '/livez',
+      '/health',
+      '/api/v1/health',
+      '/health/db',
+      '/health/redis',
+      '/metrics',
+    ])
+      expect((await send(main, 'GET', path)).status).toBe(200);
+    const spare = (await signin(main.app, TENANT.acme, 'viewer@acme.test')).token;
+    expect((await send(main, 'POST', '/api/v1/auth/logout', authHeaders(TENANT.acme, spare))).status).toBe(
+      200,
+    );
+    expect((await signin(main.app, TENANT.acme, 'admin@acme.test', 'wrong-password')).status).toBe(401);
+  }, 120_000);
+
+  it('should answer the error statuses every operation documents', async () => {
+    const ops = [...main.contract!.document.documented().keys()];
+    for (const op of ops) {
+      const [method, path] = main.contract!.document.describe(op).split(' ');
+      const statuses = main.contract!.document.documented().get(op)!;
+      const url = urlOf(path);
+      const hasBody = !['GET', 'HEAD'].includes(method);
+      const body = hasBody ? {} : undefined;
+      const tenantOnly = { 'x-tenant-id': tenantHeader(TENANT.acme) };
+      if (statuses.includes('400')) await send(main, method, url, { authorization: `Bearer ${token}` }, body);
+      if (statuses.includes('401')) await send(main, method, url, tenantOnly, body);
+      if (statuses.includes('403'))
+        await send(main, method, url, { ...authHeaders(TENANT.globex, token) }, body).then(async (r) =>
+          r.status === 403
+            ? r
+            : send(main, method, url, { 'x-tenant-id': tenantHeader(TENANT.initech) }, body),
+        );
+      if (statuses.includes('404'))
+        await send(main, method, url, { ...base, 'x-tenant-id': tenantHeader(999) }, body);
+      if (statuses.includes('413'))
+        await send(
+          main,
+          method,
+          url,
+          { ...base, 'content-type': 'application/json' },
+          JSON.stringify({ pad: 'x'.repeat(1_100_000) }),
+        );
+      if (statuses.includes('415'))
+        await send(main, method, url, { ...base, 'content-type': 'text/plain' }, 'plain text');
+      if (statuses.includes('500')) await send(main, method, url, { ...base, [FAULT]: '1' }, body);
+      if (statuses.includes('429'))
+        for (let i = 0; i < 2; i++)
+          await send(limited, method, url, authHeaders(TENANT.acme, limitedToken), body);
+      if (statuses.includes('503')) await send(gated, method, url, base, body);
+    }
+    await send(limited, 'GET', '/metrics');
+  }, 300_000);
+
+  it('should answer 431 on the probes when the head is too large (Node, before any route)', async () => {
+    await main.app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (main.app.getHttpServer().address() as AddressInfo).port;
+    for (const path of [
+      '/healthz',
+      '/readyz',
+      '/livez',
+      '/health',
+      '/api/v1/health',
+      '/health/db',
+      '/health/redis',
+      '/metrics',
+    ]) {
+      const answer = await new Promise<{ status: number; headers: Json; body: Buffer }>((resolve, reject) => {
+        const req = httpRequest(
+          { host: '127.0.0.1', port, path, headers: { 'x-padding': 'x'.repeat(40_000) } },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () =>
+              resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+            );
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+      expect(answer.status).toBe(431);
+      main.contract!.record({
+        method: 'GET',
+        url: path,
+        requestHeaders: {},
+        status: answer.status,
+        responseHeaders: answer.headers,
+        responseBody: answer.body,
+      });
+    }
+  });
+
+  it('should have touched every operation and documented status, with no violation', async () => {
+    await send(main, 'GET', '/health/db');
+    await main.app.get(DatabaseService).dataSource.destroy();
+    await new Promise((r) => setTimeout(r, 1100));
+    await send(main, 'GET', '/health/db');
+    await send(main, 'GET', '/health');
+    const documented = main.contract!.document.documented();
+    const touched = new Map<string, Set<string>>();
+    for (const r of recorders)
+      for (const [op, s] of r.touched) touched.set(op, new Set([...(touched.get(op) ?? []), ...s]));
+    const untouched: string[] = [];
+    let total = 0;
+    for (const [op, statuses] of documented) {
+      total += statuses.length;
+      for (const s of statuses) if (!touched.get(op)?.has(s)) untouched.push(`${op} ${s}`);
+    }
+    const violations = recorders.flatMap((r) => r.violations);
+    const opsTouched = [...documented.keys()].filter((op) => touched.get(op)?.size).length;
+    process.stdout.write(
+      `contract: ${opsTouched}/${documented.size} operations, ${total - untouched.length}/${total} documented statuses ` +
+        `touched; ${recorders.reduce((n, r) => n + r.exchanges, 0)} answers checked, ${violations.length} violations\n`,
+    );
+    expect(
+      recorders
+        .map((r) => r.report())
+        .filter(Boolean)
+        .join('\n'),
+    ).toBe('');
+    expect(untouched.filter((u) => !(u in UNREACHABLE))).toEqual([]);
+    expect(opsTouched).toBe(documented.size);
+  });
+});
