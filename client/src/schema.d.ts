@@ -3013,7 +3013,7 @@ export interface operations {
     listRecordsByQuery: {
         parameters: {
             query: {
-                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows */
+                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows. Example: `{}` */
                 filters?: {
                     [key: string]: string;
                 };
@@ -3174,7 +3174,7 @@ export interface operations {
     listEntityRecords: {
         parameters: {
             query?: {
-                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows */
+                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows. Example: `{}` */
                 filters?: {
                     [key: string]: string;
                 };
@@ -3336,7 +3336,7 @@ export interface operations {
     listRecords: {
         parameters: {
             query?: {
-                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows */
+                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows. Example: `{}` */
                 filters?: {
                     [key: string]: string;
                 };

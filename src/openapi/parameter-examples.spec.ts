@@ -40,6 +40,11 @@ describe('withoutPrefilledExamples', () => {
     });
     expect(filters.example).toBeUndefined();
     expect(filters.description).toBe('Example: `{"tier":"bronze"}`');
+    // Swagger UI fills an object from its schema unless the first example is empty.
+    expect(filters.examples).toEqual({
+      none: { summary: 'None (nothing sent)', value: {} },
+      example1: { value: { tier: 'bronze' } },
+    });
     expect(id.examples).toBeUndefined();
     expect(id.description).toBe('Example: `1`');
   });

@@ -17,8 +17,8 @@ function withExampleText(description: string | undefined, values: unknown[]): st
  * its `examples` in as the value, and Execute sends it (issue 20: an example If-Match timestamp made
  * every save a 400; an example filter silently filtered the list). No option turns that off, so the
  * document carries parameter examples only where sending them changes nothing: in the description,
- * or as `examples` whose first entry is the empty value (an empty field is not sent). Schema
- * defaults stay: they are what the service uses when the parameter is absent.
+ * or as `examples` whose first entry is the empty value (an empty field is not sent; for an object,
+ * `{}`). Schema defaults stay: they are what the service uses when the parameter is absent.
  */
 export function withoutPrefilledExamples(doc: OpenAPIObject): OpenAPIObject {
   for (const item of Object.values(doc.paths)) {
@@ -51,4 +51,15 @@ function clearPrefill(p: ParameterObject): void {
   const unique = [...new Set(found.map(shown))];
   if (unique.length > 0 && !(p.description ?? '').includes(unique[0]))
     p.description = withExampleText(p.description, unique);
+  // An optional object (the deepObject filters) without examples is filled with a sample built
+  // from its schema, one value per property: an empty first example keeps it empty (nothing sent).
+  if (!p.required && schema?.type === 'object' && !p.examples)
+    p.examples = {
+      none: { summary: 'None (nothing sent)', value: {} },
+      ...Object.fromEntries(
+        found
+          .filter((v) => typeof v === 'object' && v !== null)
+          .map((v, i) => [`example${i + 1}`, { value: v }]),
+      ),
+    };
 }
