@@ -21,11 +21,13 @@ try {
   files = [];
 }
 let exchanges = 0;
+let unchecked = 0;
 const violations = [];
 const touched = new Map();
 for (const f of files) {
   const r = JSON.parse(readFileSync(join(dir, f), 'utf8'));
   exchanges += r.exchanges;
+  unchecked += r.unchecked ?? 0;
   violations.push(...r.violations.map((v) => ({ ...v, app: r.label })));
   for (const [op, statuses] of Object.entries(r.touched)) {
     const set = touched.get(op) ?? new Set();
@@ -40,7 +42,8 @@ for (const v of violations) {
 }
 const statuses = [...touched.values()].reduce((n, s) => n + s.size, 0);
 console.log(
-  `contract: ${exchanges} answers checked in ${files.length} apps, ${violations.length} violations ` +
+  `contract: ${exchanges} answers checked in ${files.length} apps (${unchecked} unchecked: the app never ` +
+    `served its document), ${violations.length} violations ` +
     `(${kinds.size} kinds), ${touched.size} operations and ${statuses} operation statuses touched`,
 );
 for (const [kind, n] of [...kinds].sort((a, b) => b[1] - a[1])) console.log(`  ${String(n).padStart(5)} × ${kind}`);

@@ -477,6 +477,42 @@ describe('OpenAPI contract: every operation, every documented status', () => {
     }
   });
 
+  it('should catch what the issue found: a bare array where the envelope is documented, an undocumented status, a refused-by-the-document body that was accepted', () => {
+    const check = (
+      status: number,
+      body: unknown,
+      extra: Partial<Parameters<ContractRecorder['record']>[0]> = {},
+    ) =>
+      main
+        .contract!.document.check({
+          method: 'GET',
+          url: '/api/v1/workflows',
+          requestHeaders: base,
+          status,
+          responseHeaders: { 'content-type': 'application/json', 'x-request-id': 'r' },
+          responseBody: Buffer.from(JSON.stringify(body)),
+          ...extra,
+        })
+        .violations.map((v) => `${v.side} ${v.message}`);
+    expect(check(200, [{ id: 1, code: 'x' }])).toEqual([
+      expect.stringMatching(/^response body: \/ must be object/),
+    ]);
+    expect(check(418, {})).toEqual([expect.stringMatching(/^response status 418 is not documented/)]);
+    const accepted = check(
+      201,
+      { success: true, data: {}, meta: {} },
+      {
+        method: 'POST',
+        url: '/api/v1/users',
+        requestBody: { email_id: 'a@b.test', unknown_field: 1 },
+        requestHeaders: { ...base, 'content-type': 'application/json' },
+      },
+    );
+    expect(accepted).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^request accepted, but invalid by the document/)]),
+    );
+  });
+
   it('should have touched every operation and documented status, with no violation', async () => {
     await send(main, 'GET', '/health/db');
     await main.app.get(DatabaseService).dataSource.destroy();

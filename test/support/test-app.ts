@@ -59,13 +59,15 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   if (options.waitForStartup !== false) await app.get(StartupService).settled();
-  if (contract) await contract.attach(app.getHttpAdapter().getInstance());
+  if (contract) await contract.attachWhenReady(app.getHttpAdapter().getInstance());
   return {
     app,
     config,
     db,
     contract,
     close: async () => {
+      // An app started behind its readiness gate reads its document once it has passed it.
+      if (contract && !contract.attached) await contract.attachWhenReady(app.getHttpAdapter().getInstance());
       app.get(StartupService).stop();
       await app.close();
       await db.drop();

@@ -28,6 +28,7 @@ export class ContractRecorder {
     const res = await source.inject({ method: 'GET', url: '/api-docs/json' });
     if (res.statusCode !== 200) throw new Error(`GET /api-docs/json answered ${res.statusCode}`);
     this.contract = await OpenApiContract.create(res.json<object>());
+    for (const ex of this.pending.splice(0)) this.record(ex);
     return this.contract;
   }
 
@@ -36,8 +37,30 @@ export class ContractRecorder {
     return this.contract;
   }
 
+  /** Answers given before the document could be read (an app still behind its readiness gate). */
+  private readonly pending: Exchange[] = [];
+
+  /**
+   * attach() unless the app cannot serve its document yet (503: readiness gate, load shedding):
+   * then its answers wait in `pending` for a later attach (TestApp.close() tries again).
+   */
+  async attachWhenReady(source: FastifyInstance): Promise<void> {
+    try {
+      await this.attach(source);
+    } catch (err) {
+      if (!(err instanceof Error && / 503$/.test(err.message))) throw err;
+    }
+  }
+
+  get attached(): boolean {
+    return this.contract !== undefined;
+  }
+
   record(ex: Exchange): Violation[] {
-    if (!this.contract) return [];
+    if (!this.contract) {
+      this.pending.push(ex);
+      return [];
+    }
     const { operations, violations } = this.contract.check(ex);
     this.exchanges++;
     for (const op of operations) {
@@ -78,12 +101,18 @@ export class ContractRecorder {
    */
   save(label: string): void {
     const dir = process.env.CONTRACT_REPORT_DIR;
-    if (!dir || !this.contract) return;
+    if (!dir) return;
     mkdirSync(dir, { recursive: true });
     const touched = Object.fromEntries([...this.touched].map(([op, s]) => [op, [...s].sort()]));
     writeFileSync(
       join(dir, `${label.replace(/[^\w.-]+/g, '_')}-${randomBytes(4).toString('hex')}.json`),
-      JSON.stringify({ label, exchanges: this.exchanges, violations: this.violations, touched }),
+      JSON.stringify({
+        label,
+        exchanges: this.exchanges,
+        unchecked: this.pending.length,
+        violations: this.violations,
+        touched,
+      }),
     );
   }
 
