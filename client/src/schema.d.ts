@@ -8306,17 +8306,6 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description CONFLICT: Conflict (stale lastModified, dependents, duplicate unique value) */
-            409: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
             /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
             413: {
                 headers: {
@@ -8752,17 +8741,6 @@ export interface operations {
             };
             /** @description NOT_FOUND: Not found */
             404: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description CONFLICT: Conflict (stale lastModified, dependents, duplicate unique value) */
-            409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
                     "x-request-id"?: string;
@@ -10255,17 +10233,6 @@ export interface operations {
             };
             /** @description NOT_FOUND: Not found */
             404: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description CONFLICT: Conflict (stale lastModified, dependents, duplicate unique value) */
-            409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
                     "x-request-id"?: string;

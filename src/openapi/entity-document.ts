@@ -306,6 +306,10 @@ export function withEntities(base: OpenAPIObject, catalog: EntityCatalog): OpenA
     setJsonSchema(update.requestBody, ref(names.update));
     setJsonSchema(update.responses['200'], successSchema(ref(names.read)));
     const remove = make(item.delete, ids.delete, `Soft-delete a ${singular(entity.code)} record`);
+    // 409 on create is a unique value held by a concurrent write, on delete a restricting dependent:
+    // an entity with neither cannot answer it.
+    if (!entity.fields.some((f) => f.unique)) delete create.responses['409'];
+    if (!entity.relations.some((r) => r.onDelete === 'restrict')) delete remove.responses['409'];
     setJsonSchema(remove.responses['200'], deleteSchema());
 
     doc.paths[`/api/v1/${entity.code}`] = { get: list, post: create };
