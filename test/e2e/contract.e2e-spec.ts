@@ -136,9 +136,14 @@ describe('OpenAPI contract: every operation, every documented status', () => {
     limited = await startTestApp({
       label: 'contract_limited',
       contract: true,
+      // One request per hour: every request after the first of each kind answers 429, however slow
+      // the walk runs (a 10 s window could reset between two requests of one operation).
       env: {
+        ...quiet,
         RATE_LIMIT_POINTS: '1',
+        RATE_LIMIT_WINDOW_S: '3600',
         PUBLIC_RATE_LIMIT_POINTS: '1',
+        PUBLIC_RATE_LIMIT_WINDOW_S: '3600',
         METRICS_ENABLED: 'false',
         EXPORT_DIR: exportDir,
       },
