@@ -1298,7 +1298,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -1319,7 +1319,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1330,7 +1330,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1341,7 +1341,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1352,7 +1352,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1363,9 +1363,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1376,7 +1376,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1387,9 +1387,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1411,7 +1411,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -1432,7 +1432,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1443,7 +1443,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1454,7 +1454,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1465,7 +1465,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1476,7 +1476,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1487,7 +1487,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1498,9 +1498,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1511,7 +1511,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1522,9 +1522,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1550,7 +1550,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -1571,7 +1571,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1582,7 +1582,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1593,7 +1593,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1604,7 +1604,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1615,7 +1615,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1626,7 +1626,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1637,9 +1637,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1650,7 +1650,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1661,9 +1661,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1684,7 +1684,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1707,7 +1707,7 @@ export interface operations {
             431: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1718,7 +1718,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1739,7 +1739,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1762,7 +1762,7 @@ export interface operations {
             431: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1773,7 +1773,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1783,7 +1783,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1816,7 +1816,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1839,7 +1839,7 @@ export interface operations {
             431: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1850,7 +1850,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1860,7 +1860,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1893,7 +1893,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1916,7 +1916,7 @@ export interface operations {
             431: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1927,7 +1927,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1937,7 +1937,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1970,7 +1970,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1993,7 +1993,7 @@ export interface operations {
             431: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2004,7 +2004,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2014,7 +2014,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2047,7 +2047,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2070,7 +2070,7 @@ export interface operations {
             431: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2081,7 +2081,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2091,7 +2091,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2124,7 +2124,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2147,7 +2147,7 @@ export interface operations {
             431: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2158,7 +2158,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2168,7 +2168,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2202,7 +2202,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2218,7 +2218,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2229,7 +2229,7 @@ export interface operations {
             431: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2240,7 +2240,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2251,9 +2251,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2275,7 +2275,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2294,7 +2294,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2305,7 +2305,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2316,7 +2316,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2327,9 +2327,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2340,7 +2340,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2351,9 +2351,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2379,7 +2379,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2398,7 +2398,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2409,7 +2409,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2420,7 +2420,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2431,7 +2431,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2442,7 +2442,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2453,7 +2453,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2464,9 +2464,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2477,7 +2477,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2488,9 +2488,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2512,7 +2512,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -2533,7 +2533,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2544,7 +2544,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2555,7 +2555,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2566,7 +2566,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2577,7 +2577,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2588,7 +2588,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2599,9 +2599,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2612,7 +2612,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2623,9 +2623,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2647,7 +2647,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -2668,7 +2668,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2679,7 +2679,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2690,7 +2690,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2701,7 +2701,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2712,9 +2712,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2725,7 +2725,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2736,9 +2736,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2764,7 +2764,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2783,7 +2783,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2794,7 +2794,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2805,7 +2805,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2816,7 +2816,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2827,7 +2827,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2838,9 +2838,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2851,7 +2851,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2862,9 +2862,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2890,7 +2890,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2909,7 +2909,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2920,7 +2920,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2931,7 +2931,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2942,7 +2942,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2953,7 +2953,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2964,7 +2964,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2975,9 +2975,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2988,7 +2988,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2999,9 +2999,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3040,7 +3040,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -3081,7 +3081,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3092,7 +3092,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3103,7 +3103,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3114,7 +3114,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3125,9 +3125,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3138,7 +3138,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3149,7 +3149,7 @@ export interface operations {
             501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3160,9 +3160,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3202,7 +3202,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -3243,7 +3243,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3254,7 +3254,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3265,7 +3265,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3276,7 +3276,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3287,9 +3287,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3300,7 +3300,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3311,7 +3311,7 @@ export interface operations {
             501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3322,9 +3322,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3362,7 +3362,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -3410,7 +3410,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3421,7 +3421,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3432,7 +3432,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3443,7 +3443,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3454,9 +3454,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3467,7 +3467,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3478,7 +3478,7 @@ export interface operations {
             501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3489,9 +3489,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3522,7 +3522,7 @@ export interface operations {
             201: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -3565,7 +3565,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3576,7 +3576,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3587,7 +3587,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3598,7 +3598,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3609,7 +3609,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3620,7 +3620,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3631,7 +3631,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3642,9 +3642,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3655,7 +3655,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3666,7 +3666,7 @@ export interface operations {
             501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3677,9 +3677,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3709,7 +3709,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -3754,7 +3754,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -3767,7 +3767,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3778,7 +3778,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3789,7 +3789,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3800,7 +3800,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3811,9 +3811,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3824,7 +3824,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3835,7 +3835,7 @@ export interface operations {
             501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3846,9 +3846,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3884,7 +3884,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -3927,7 +3927,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3938,7 +3938,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3949,7 +3949,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3960,7 +3960,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3971,7 +3971,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3982,7 +3982,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3993,7 +3993,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4004,9 +4004,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4017,7 +4017,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4028,7 +4028,7 @@ export interface operations {
             501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4039,9 +4039,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4071,7 +4071,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -4105,7 +4105,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4116,7 +4116,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4127,7 +4127,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4138,7 +4138,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4149,7 +4149,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4160,7 +4160,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4171,7 +4171,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4182,9 +4182,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4195,7 +4195,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4206,7 +4206,7 @@ export interface operations {
             501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4217,9 +4217,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4247,7 +4247,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -4282,7 +4282,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -4295,7 +4295,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4306,7 +4306,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4317,7 +4317,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4328,7 +4328,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4339,9 +4339,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4352,7 +4352,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4363,9 +4363,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4406,7 +4406,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -4478,7 +4478,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4489,7 +4489,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4500,7 +4500,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4511,7 +4511,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4522,9 +4522,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4535,7 +4535,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4546,7 +4546,7 @@ export interface operations {
             501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4557,9 +4557,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4608,7 +4608,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -4637,7 +4637,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4648,7 +4648,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4659,7 +4659,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4670,7 +4670,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4681,7 +4681,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4692,7 +4692,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4703,9 +4703,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4716,7 +4716,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4727,7 +4727,7 @@ export interface operations {
             501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4738,9 +4738,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4768,7 +4768,7 @@ export interface operations {
                     "Content-Disposition"?: string;
                     "Cache-Control"?: string;
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -4783,7 +4783,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4794,7 +4794,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4805,7 +4805,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4816,7 +4816,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4827,9 +4827,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4840,7 +4840,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4851,9 +4851,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4874,7 +4874,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -4909,7 +4909,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4920,7 +4920,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4931,7 +4931,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4942,7 +4942,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4953,9 +4953,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4966,7 +4966,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4977,9 +4977,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5007,7 +5007,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -5099,7 +5099,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5110,7 +5110,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5121,7 +5121,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5132,7 +5132,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5143,9 +5143,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5156,7 +5156,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5167,9 +5167,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5203,7 +5203,7 @@ export interface operations {
             202: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -5283,7 +5283,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5294,7 +5294,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5305,7 +5305,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5316,7 +5316,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5327,7 +5327,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5338,7 +5338,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5349,9 +5349,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5362,7 +5362,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5373,9 +5373,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5399,7 +5399,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -5477,7 +5477,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5488,7 +5488,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5499,7 +5499,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5510,7 +5510,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5521,9 +5521,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5534,7 +5534,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5545,9 +5545,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5575,7 +5575,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -5604,7 +5604,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5615,7 +5615,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5626,7 +5626,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5637,7 +5637,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5648,9 +5648,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5661,7 +5661,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5672,9 +5672,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5705,7 +5705,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -5783,7 +5783,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5794,7 +5794,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5805,7 +5805,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5816,7 +5816,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5827,7 +5827,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5838,7 +5838,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5849,7 +5849,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5860,9 +5860,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5873,7 +5873,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5884,9 +5884,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5917,7 +5917,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -5995,7 +5995,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6006,7 +6006,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6017,7 +6017,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6028,7 +6028,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6039,7 +6039,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6050,7 +6050,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6061,7 +6061,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6072,9 +6072,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6085,7 +6085,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6096,9 +6096,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6129,7 +6129,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -6207,7 +6207,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6218,7 +6218,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6229,7 +6229,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6240,7 +6240,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6251,7 +6251,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6262,7 +6262,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6273,7 +6273,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6284,9 +6284,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6297,7 +6297,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6308,9 +6308,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6341,7 +6341,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -6419,7 +6419,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6430,7 +6430,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6441,7 +6441,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6452,7 +6452,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6463,7 +6463,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6474,7 +6474,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6485,7 +6485,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6496,9 +6496,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6509,7 +6509,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6520,9 +6520,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6553,7 +6553,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -6631,7 +6631,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6642,7 +6642,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6653,7 +6653,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6664,7 +6664,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6675,7 +6675,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6686,7 +6686,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6697,7 +6697,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6708,9 +6708,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6721,7 +6721,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6732,9 +6732,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6762,7 +6762,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -6867,7 +6867,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -6880,7 +6880,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6891,7 +6891,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6902,7 +6902,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6913,7 +6913,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6924,9 +6924,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6937,7 +6937,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6948,9 +6948,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6978,7 +6978,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -7061,7 +7061,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -7074,7 +7074,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7085,7 +7085,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7096,7 +7096,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7107,7 +7107,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7118,9 +7118,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7131,7 +7131,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7142,9 +7142,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7172,7 +7172,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -7233,7 +7233,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -7246,7 +7246,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7257,7 +7257,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7268,7 +7268,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7279,7 +7279,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7290,9 +7290,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7303,7 +7303,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7314,9 +7314,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7358,7 +7358,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -7396,7 +7396,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7407,7 +7407,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7418,7 +7418,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7429,7 +7429,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7440,9 +7440,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7453,7 +7453,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7464,9 +7464,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7492,7 +7492,7 @@ export interface operations {
             201: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -7513,7 +7513,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7524,7 +7524,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7535,7 +7535,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7546,7 +7546,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7557,7 +7557,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7568,7 +7568,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7579,7 +7579,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7590,9 +7590,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7603,7 +7603,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7614,9 +7614,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7644,7 +7644,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -7667,7 +7667,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -7680,7 +7680,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7691,7 +7691,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7702,7 +7702,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7713,7 +7713,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7724,9 +7724,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7737,7 +7737,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7748,9 +7748,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7782,7 +7782,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -7803,7 +7803,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7814,7 +7814,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7825,7 +7825,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7836,7 +7836,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7847,7 +7847,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7858,7 +7858,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7869,7 +7869,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7880,9 +7880,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7893,7 +7893,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7904,9 +7904,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7934,7 +7934,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -7968,7 +7968,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7979,7 +7979,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7990,7 +7990,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8001,7 +8001,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8012,7 +8012,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8023,7 +8023,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8034,7 +8034,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8045,9 +8045,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8058,7 +8058,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8069,9 +8069,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8111,7 +8111,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -8149,7 +8149,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8160,7 +8160,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8171,7 +8171,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8182,7 +8182,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8193,9 +8193,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8206,7 +8206,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8217,9 +8217,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8245,7 +8245,7 @@ export interface operations {
             201: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -8266,7 +8266,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8277,7 +8277,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8288,7 +8288,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8299,7 +8299,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8310,7 +8310,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8321,7 +8321,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8332,9 +8332,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8345,7 +8345,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8356,9 +8356,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8386,7 +8386,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -8409,7 +8409,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -8422,7 +8422,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8433,7 +8433,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8444,7 +8444,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8455,7 +8455,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8466,9 +8466,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8479,7 +8479,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8490,9 +8490,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8524,7 +8524,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -8545,7 +8545,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8556,7 +8556,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8567,7 +8567,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8578,7 +8578,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8589,7 +8589,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8600,7 +8600,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8611,7 +8611,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8622,9 +8622,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8635,7 +8635,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8646,9 +8646,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8676,7 +8676,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -8710,7 +8710,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8721,7 +8721,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8732,7 +8732,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8743,7 +8743,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8754,7 +8754,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8765,7 +8765,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8776,9 +8776,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8789,7 +8789,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8800,9 +8800,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8839,7 +8839,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -8877,7 +8877,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8888,7 +8888,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8899,7 +8899,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8910,7 +8910,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8921,9 +8921,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8934,7 +8934,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8945,9 +8945,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8973,7 +8973,7 @@ export interface operations {
             201: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -8994,7 +8994,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9005,7 +9005,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9016,7 +9016,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9027,7 +9027,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9038,7 +9038,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9049,7 +9049,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9060,7 +9060,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9071,9 +9071,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9084,7 +9084,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9095,9 +9095,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9125,7 +9125,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -9148,7 +9148,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -9161,7 +9161,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9172,7 +9172,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9183,7 +9183,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9194,7 +9194,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9205,9 +9205,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9218,7 +9218,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9229,9 +9229,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9263,7 +9263,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -9284,7 +9284,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9295,7 +9295,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9306,7 +9306,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9317,7 +9317,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9328,7 +9328,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9339,7 +9339,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9350,7 +9350,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9361,9 +9361,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9374,7 +9374,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9385,9 +9385,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9415,7 +9415,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -9449,7 +9449,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9460,7 +9460,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9471,7 +9471,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9482,7 +9482,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9493,7 +9493,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9504,7 +9504,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9515,7 +9515,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9526,9 +9526,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9539,7 +9539,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9550,9 +9550,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9592,7 +9592,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -9630,7 +9630,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9641,7 +9641,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9652,7 +9652,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9663,7 +9663,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9674,9 +9674,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9687,7 +9687,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9698,9 +9698,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9726,7 +9726,7 @@ export interface operations {
             201: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -9747,7 +9747,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9758,7 +9758,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9769,7 +9769,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9780,7 +9780,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9791,7 +9791,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9802,7 +9802,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9813,7 +9813,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9824,9 +9824,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9837,7 +9837,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9848,9 +9848,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9878,7 +9878,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -9901,7 +9901,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -9914,7 +9914,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9925,7 +9925,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9936,7 +9936,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9947,7 +9947,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9958,9 +9958,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9971,7 +9971,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9982,9 +9982,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10016,7 +10016,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -10037,7 +10037,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10048,7 +10048,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10059,7 +10059,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10070,7 +10070,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10081,7 +10081,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10092,7 +10092,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10103,7 +10103,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10114,9 +10114,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10127,7 +10127,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10138,9 +10138,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10168,7 +10168,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -10202,7 +10202,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10213,7 +10213,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10224,7 +10224,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10235,7 +10235,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10246,7 +10246,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10257,7 +10257,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10268,9 +10268,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10281,7 +10281,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10292,9 +10292,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -29,10 +29,12 @@ const TIMESTAMP_EXAMPLE = '2026-11-21T12:00:00.000Z';
 
 /** `x-request-id` (D19): on every answer, the client's own when sane, else a generated UUID. */
 export const REQUEST_ID_HEADER = {
+  required: true,
   description: 'The request id (D19): the x-request-id sent, when sane, else a generated UUID',
   schema: { type: 'string', example: REQUEST_ID_EXAMPLE },
 };
 export const RETRY_AFTER_HEADER = {
+  required: true,
   description: 'Seconds to wait before retrying',
   schema: { type: 'integer', minimum: 1, example: 5 },
 };
