@@ -14,36 +14,29 @@ const MAX_BODY = 8 * 1024 * 1024;
  * every e2e app (test/support/test-app.ts); the contract suite uses it directly.
  */
 export class ContractRecorder {
-  readonly violations: Violation[] = [];
-  /** operationId → statuses answered. */
-  readonly touched = new Map<string, Set<string>>();
-  exchanges = 0;
+  private readonly found: Violation[] = [];
+  private readonly seen = new Map<string, Set<string>>();
+  private checked = 0;
   private contract?: OpenApiContract;
+  /**
+   * Answers not checked yet. The check runs after the fact (flush(): when the results are read,
+   * and at TestApp.close()), never inside the app's answer: Ajv compiles an operation's validators
+   * on first use, and that much synchronous work in the app's event loop would make it shed load.
+   */
+  private readonly pending: Exchange[] = [];
 
   /**
-   * Starts checking against the document `source` serves (usually the app itself; another app's
-   * where its own /api-docs/json is gated, e.g. by readiness).
+   * Reads the document `source` serves (usually the app itself; another app's where its own
+   * /api-docs/json is gated, e.g. by readiness).
    */
   async attach(source: FastifyInstance): Promise<OpenApiContract> {
     const res = await source.inject({ method: 'GET', url: '/api-docs/json' });
     if (res.statusCode !== 200) throw new Error(`GET /api-docs/json answered ${res.statusCode}`);
     this.contract = await OpenApiContract.create(res.json<object>());
-    for (const ex of this.pending.splice(0)) this.record(ex);
     return this.contract;
   }
 
-  get document(): OpenApiContract {
-    if (!this.contract) throw new Error('ContractRecorder: attach() first');
-    return this.contract;
-  }
-
-  /** Answers given before the document could be read (an app still behind its readiness gate). */
-  private readonly pending: Exchange[] = [];
-
-  /**
-   * attach() unless the app cannot serve its document yet (503: readiness gate, load shedding):
-   * then its answers wait in `pending` for a later attach (TestApp.close() tries again).
-   */
+  /** attach() unless the app cannot serve its document yet (503: readiness gate, load shedding). */
   async attachWhenReady(source: FastifyInstance): Promise<void> {
     try {
       await this.attach(source);
@@ -56,20 +49,61 @@ export class ContractRecorder {
     return this.contract !== undefined;
   }
 
-  record(ex: Exchange): Violation[] {
-    if (!this.contract) {
-      this.pending.push(ex);
-      return [];
+  get document(): OpenApiContract {
+    if (!this.contract) throw new Error('ContractRecorder: attach() first');
+    return this.contract;
+  }
+
+  /** Keeps an answer for the check. */
+  record(ex: Exchange): void {
+    this.pending.push(ex);
+  }
+
+  /** Checks the answers kept so far (once the document is known). */
+  flush(): void {
+    const contract = this.contract;
+    if (!contract) return;
+    for (const ex of this.pending.splice(0)) {
+      let result: { operations: string[]; violations: Violation[] };
+      try {
+        result = contract.check(ex);
+      } catch (err) {
+        const message = `the check itself failed: ${err instanceof Error ? err.message : String(err)}`;
+        const request = `${ex.method} ${ex.url}`;
+        result = {
+          operations: [],
+          violations: [{ side: 'response', operation: '-', status: ex.status, request, message }],
+        };
+      }
+      this.checked++;
+      for (const op of result.operations) {
+        const set = this.seen.get(op) ?? new Set<string>();
+        set.add(String(ex.status));
+        this.seen.set(op, set);
+      }
+      this.found.push(...result.violations);
     }
-    const { operations, violations } = this.contract.check(ex);
-    this.exchanges++;
-    for (const op of operations) {
-      const set = this.touched.get(op) ?? new Set<string>();
-      set.add(String(ex.status));
-      this.touched.set(op, set);
-    }
-    this.violations.push(...violations);
-    return violations;
+  }
+
+  get violations(): Violation[] {
+    this.flush();
+    return this.found;
+  }
+
+  /** operationId → statuses answered. */
+  get touched(): Map<string, Set<string>> {
+    this.flush();
+    return this.seen;
+  }
+
+  get exchanges(): number {
+    this.flush();
+    return this.checked;
+  }
+
+  /** Answers that could not be checked: the app never served its document. */
+  get unchecked(): number {
+    return this.contract ? 0 : this.pending.length;
   }
 
   /** Documented statuses never answered, as `operationId status`. */
@@ -109,7 +143,7 @@ export class ContractRecorder {
       JSON.stringify({
         label,
         exchanges: this.exchanges,
-        unchecked: this.pending.length,
+        unchecked: this.unchecked,
         violations: this.violations,
         touched,
       }),
