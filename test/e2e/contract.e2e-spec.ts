@@ -1,18 +1,23 @@
-import { request as httpRequest } from 'node:http';
 import { mkdtempSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DatabaseService } from '../../src/database/database.service';
-import { copyEntityConfig } from '../support/entity-fixtures';
 import { startSmtpServer, TestSmtpServer } from '../support/smtp';
 import { authHeaders, signin, TENANT, tenantHeader } from '../support/auth';
 import { ContractRecorder, installContractHook } from '../support/contract/contract-recorder';
+import {
+  FAULT,
+  installFault,
+  openDemoProfiles,
+  rawGet,
+  registerUnservableEntity,
+  send,
+  UNREACHABLE,
+} from '../support/contract/contract-walk';
 import { freePort } from '../support/redis-server';
 import { startTestApp, TestApp, waitFor } from '../support/test-app';
 
-type Json = Record<string, any>;
 type Headers = Record<string, string>;
 
 /**
@@ -23,31 +28,6 @@ type Headers = Record<string, string>;
  * Three apps: the main one (a fault hook answers 500 where `x-contract-fault` is sent), one with
  * a rate limit of 1 and metrics off (429, metrics 404), and one whose cache never comes up (503).
  */
-
-const LOCK_TIMEOUT =
-  'a unique-value lock held past WRITE_LOCK_TIMEOUT_MS on a server dialect (write-locks.e2e-spec), ' +
-  'or a unique index hit by a row written outside the service';
-
-/**
- * Documented statuses this walk does not produce, and why: each is a real answer of another set-up
- * (dialect, concurrency) that the suite named in the reason covers.
- */
-const UNREACHABLE: Record<string, string> = {
-  ...Object.fromEntries(
-    ['createRecord', 'createCustomer', 'createUser', 'createRole'].map((op) => [`${op} 409`, LOCK_TIMEOUT]),
-  ),
-};
-
-const FAULT = 'x-contract-fault';
-
-function installFault(app: NestFastifyApplication): void {
-  app
-    .getHttpAdapter()
-    .getInstance()
-    .addHook('preHandler', (request, _reply, done) => {
-      done(request.headers[FAULT] ? new Error('fault injected by the contract test') : undefined);
-    });
-}
 
 describe('OpenAPI contract: every operation, every documented status', () => {
   let smtp: TestSmtpServer;
@@ -61,33 +41,6 @@ describe('OpenAPI contract: every operation, every documented status', () => {
   let limitedToken = '';
   let fileId = '';
   let base: Headers;
-
-  const send = async (
-    t: TestApp,
-    method: string,
-    url: string,
-    headers: Headers = {},
-    payload?: unknown,
-  ): Promise<{ status: number; json: Json; headers: Json }> => {
-    const res = await t.app.inject({
-      method: method as 'GET',
-      url,
-      headers:
-        payload !== undefined && typeof payload !== 'string'
-          ? { ...headers, 'content-type': 'application/json' }
-          : headers,
-      ...(payload === undefined
-        ? {}
-        : { payload: typeof payload === 'string' ? payload : JSON.stringify(payload) }),
-    });
-    let json: Json = {};
-    try {
-      json = res.json();
-    } catch {
-      json = {};
-    }
-    return { status: res.statusCode, json, headers: res.headers };
-  };
 
   /** A path of the document with its parameters filled from the fixtures. */
   const urlOf = (path: string): string => {
@@ -438,34 +391,8 @@ describe('OpenAPI contract: every operation, every documented status', () => {
   it('should answer what other configurations answer: 501 (D26), roles and users writes under other profiles', async () => {
     const ds = main.app.get(DatabaseService).dataSource;
     const root = authHeaders(TENANT.acme, rootToken);
-    // An entity of a database type the service cannot serve (D26), and a dataview on it.
-    await copyEntityConfig(ds, 'customers', 'mongo_customers', { registry: { obj_db_type: 'mongodb' } });
-    const [grid] = await ds.query(`SELECT * FROM app_dataview_configs WHERE dvc_code = 'customers_grid'`);
-    const config = JSON.parse(grid.dvc_config);
-    config.source.entityCode = 'mongo_customers';
-    const { dvc_id: _id, ...row } = grid;
-    await ds
-      .createQueryBuilder()
-      .insert()
-      .into('app_dataview_configs')
-      .values({
-        ...row,
-        dvc_code: 'mongo_grid',
-        dvc_source_entity: 'mongo_customers',
-        dvc_config: JSON.stringify(config),
-      })
-      .execute();
-    // Roles writable (FULL), users deletable: what a tenant's own profiles may say.
-    await ds.query(`UPDATE app_object_profiles SET prf_mode_code = 'FULL' WHERE prf_code = 'roles'`);
-    const [users] = await ds.query(`SELECT prf_policy FROM app_object_profiles WHERE prf_code = 'users'`);
-    const policy = JSON.parse(users.prf_policy);
-    policy.permissions = { ...policy.permissions, delete: true };
-    await ds
-      .createQueryBuilder()
-      .update('app_object_profiles')
-      .set({ prf_policy: JSON.stringify(policy) })
-      .where('prf_code = :code', { code: 'users' })
-      .execute();
+    await registerUnservableEntity(ds, 'mongo_customers', 'mongo_grid');
+    await openDemoProfiles(ds);
     expect((await send(main, 'POST', '/api/v1/admin/cache/clear', root, { scope: 'all' })).status).toBe(200);
     expect((await send(main, 'POST', '/api/cache/reload', root)).status).toBe(200);
 
@@ -513,20 +440,7 @@ describe('OpenAPI contract: every operation, every documented status', () => {
       '/health/redis',
       '/metrics',
     ]) {
-      const answer = await new Promise<{ status: number; headers: Json; body: Buffer }>((resolve, reject) => {
-        const req = httpRequest(
-          { host: '127.0.0.1', port, path, headers: { 'x-padding': 'x'.repeat(40_000) } },
-          (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () =>
-              resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
-            );
-          },
-        );
-        req.on('error', reject);
-        req.end();
-      });
+      const answer = await rawGet(port, path, { 'x-padding': 'x'.repeat(40_000) });
       expect(answer.status).toBe(431);
       main.contract!.record({
         method: 'GET',
