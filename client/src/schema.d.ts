@@ -981,11 +981,8 @@ export interface components {
              * @enum {string}
              */
             scope: "all" | "profiles" | "config" | "lists";
-            /**
-             * @description Only this tenant's keys. Without it a system administrator (admin:system) clears every tenant's keys and anyone else its own tenant's; another tenant's id needs admin:system (403 otherwise).
-             * @example 2
-             */
-            tenantId?: string;
+            /** @description A tenant id, as digits or a number: only this tenant's keys. Without it a system administrator (admin:system) clears every tenant's keys and anyone else its own tenant's; another tenant's id needs admin:system (403 otherwise). */
+            tenantId?: string | number;
         };
         TenantConfigDto: {
             tenant_id: string;
@@ -1105,45 +1102,47 @@ export interface components {
         };
         /** Customers (create) */
         CustomerInput: {
-            name: string;
+            name: string | number | boolean;
             /**
              * Format: email
              * @description Unique in the tenant
              */
             email: string;
-            phone?: string | null;
+            phone?: (string | null) | number | boolean;
             /**
              * @description A code of the value set customer_tiers
              * @enum {string|null}
              */
             tier?: "bronze" | "silver" | "gold" | null;
-            credit_limit?: number | null;
-            internal_notes?: string | null;
+            credit_limit?: (number | null) | string;
+            internal_notes?: (string | null) | number | boolean;
         };
         /**
          * Customers (update)
          * @description The changed fields and lastModified as read (or send the If-Match header instead)
          */
         CustomerUpdate: {
-            name?: string;
+            /** @description As read; ignored when unchanged (D43), else 400 */
+            readonly id?: number;
+            name?: string | number | boolean;
             /**
              * Format: email
              * @description Unique in the tenant
              */
             email?: string;
-            phone?: string | null;
+            phone?: (string | null) | number | boolean;
             /**
              * @description A code of the value set customer_tiers
              * @enum {string|null}
              */
             tier?: "bronze" | "silver" | "gold" | null;
-            credit_limit?: number | null;
-            internal_notes?: string | null;
+            credit_limit?: (number | null) | string;
+            internal_notes?: (string | null) | number | boolean;
             /**
              * Format: date-time
              * @description The concurrency token (D24, D42): send it back on PUT, or as If-Match
              */
-            lastModified?: string;
+            lastModified?: string | null;
         };
         /**
          * Orders
@@ -1170,8 +1169,8 @@ export interface components {
         /** Orders (create) */
         OrderInput: {
             /** @description references customers.id */
-            customer_id: number;
-            amount: number;
+            customer_id: number | string;
+            amount: number | string;
             /**
              * @description A code of the value set order_status
              * @enum {string|null}
@@ -1185,9 +1184,11 @@ export interface components {
          * @description The changed fields and lastModified as read (or send the If-Match header instead)
          */
         OrderUpdate: {
+            /** @description As read; ignored when unchanged (D43), else 400 */
+            readonly id?: number;
             /** @description references customers.id */
-            customer_id?: number;
-            amount?: number;
+            customer_id?: number | string;
+            amount?: number | string;
             /**
              * @description A code of the value set order_status
              * @enum {string|null}
@@ -1199,7 +1200,7 @@ export interface components {
              * Format: date-time
              * @description The concurrency token (D24, D42): send it back on PUT, or as If-Match
              */
-            lastModified?: string;
+            lastModified?: string | null;
         };
         /**
          * Roles
@@ -1221,8 +1222,8 @@ export interface components {
         /** Roles (create) */
         RoleInput: {
             /** @description Unique in the tenant */
-            code: string;
-            description?: string | null;
+            code: string | number | boolean;
+            description?: (string | null) | number | boolean;
             /** @description Any JSON value */
             permissions?: unknown;
         };
@@ -1231,16 +1232,18 @@ export interface components {
          * @description The changed fields and lastModified as read (or send the If-Match header instead)
          */
         RoleUpdate: {
+            /** @description As read; ignored when unchanged (D43), else 400 */
+            readonly id?: number;
             /** @description Unique in the tenant */
-            code?: string;
-            description?: string | null;
+            code?: string | number | boolean;
+            description?: (string | null) | number | boolean;
             /** @description Any JSON value */
             permissions?: unknown;
             /**
              * Format: date-time
              * @description The concurrency token (D24, D42): send it back on PUT, or as If-Match
              */
-            lastModified?: string;
+            lastModified?: string | null;
         };
         /**
          * Users
@@ -1271,32 +1274,44 @@ export interface components {
              * @description Unique in the tenant
              */
             email_id: string;
-            first_name?: string | null;
-            last_name?: string | null;
+            first_name?: (string | null) | number | boolean;
+            last_name?: (string | null) | number | boolean;
             /** @description references roles.id */
-            role_id?: number | null;
-            status?: number | null;
+            role_id?: (number | null) | string;
+            status?: (number | null) | string;
+            /**
+             * Format: password
+             * @description Write-only: stored as a hash in password_hash, never answered
+             */
+            password?: string;
         };
         /**
          * Users (update)
          * @description The changed fields and lastModified as read (or send the If-Match header instead)
          */
         UserUpdate: {
+            /** @description As read; ignored when unchanged (D43), else 400 */
+            readonly id?: number;
             /**
              * Format: email
              * @description Unique in the tenant
              */
             email_id?: string;
-            first_name?: string | null;
-            last_name?: string | null;
+            first_name?: (string | null) | number | boolean;
+            last_name?: (string | null) | number | boolean;
             /** @description references roles.id */
-            role_id?: number | null;
-            status?: number | null;
+            role_id?: (number | null) | string;
+            status?: (number | null) | string;
+            /**
+             * Format: password
+             * @description Write-only: stored as a hash in password_hash, never answered
+             */
+            password?: string;
             /**
              * Format: date-time
              * @description The concurrency token (D24, D42): send it back on PUT, or as If-Match
              */
-            lastModified?: string;
+            lastModified?: string | null;
         };
     };
     responses: never;
@@ -1320,7 +1335,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -1341,7 +1356,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1352,7 +1367,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1363,7 +1378,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1374,7 +1389,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1385,9 +1400,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1398,7 +1413,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1409,9 +1424,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1433,7 +1448,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -1454,7 +1469,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1465,7 +1480,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1476,7 +1491,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1487,7 +1502,29 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1498,9 +1535,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1511,7 +1548,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1522,9 +1559,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1550,7 +1587,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -1571,7 +1608,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1582,7 +1619,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1593,7 +1630,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1604,7 +1641,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1615,7 +1652,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1626,7 +1663,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1637,9 +1674,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1650,7 +1687,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1661,9 +1698,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1684,7 +1721,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1707,7 +1744,7 @@ export interface operations {
             431: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1718,7 +1755,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1739,7 +1776,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1762,7 +1799,7 @@ export interface operations {
             431: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1773,7 +1810,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1783,7 +1820,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1816,7 +1853,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1839,7 +1876,7 @@ export interface operations {
             431: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1850,7 +1887,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1860,7 +1897,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1893,7 +1930,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1916,7 +1953,7 @@ export interface operations {
             431: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1927,7 +1964,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1937,7 +1974,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1970,7 +2007,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1993,7 +2030,7 @@ export interface operations {
             431: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2004,7 +2041,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2014,7 +2051,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2047,7 +2084,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2070,7 +2107,7 @@ export interface operations {
             431: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2081,7 +2118,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2091,7 +2128,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2124,7 +2161,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2147,7 +2184,7 @@ export interface operations {
             431: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2158,7 +2195,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2168,7 +2205,7 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2202,7 +2239,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2218,7 +2255,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2229,7 +2266,7 @@ export interface operations {
             431: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2240,7 +2277,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2251,9 +2288,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2275,7 +2312,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2294,7 +2331,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2305,7 +2342,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2316,7 +2353,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2327,9 +2364,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2340,7 +2377,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2351,9 +2388,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2379,7 +2416,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2398,7 +2435,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2409,7 +2446,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2420,7 +2457,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2431,7 +2468,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2442,7 +2479,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2453,7 +2490,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2464,9 +2501,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2477,7 +2514,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2488,9 +2525,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2512,7 +2549,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -2533,7 +2570,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2544,7 +2581,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2555,7 +2592,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2566,7 +2603,29 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2577,9 +2636,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2590,7 +2649,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2601,9 +2660,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2625,7 +2684,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -2646,7 +2705,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2657,7 +2716,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2668,7 +2727,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2679,7 +2738,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2690,9 +2749,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2703,7 +2762,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2714,9 +2773,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2742,7 +2801,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2761,7 +2820,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2772,7 +2831,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2783,7 +2842,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2794,7 +2853,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2805,7 +2864,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2816,9 +2875,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2829,7 +2888,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2840,9 +2899,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2868,7 +2927,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2887,7 +2946,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2898,7 +2957,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2909,7 +2968,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2920,7 +2979,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2931,7 +2990,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2942,7 +3001,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2953,9 +3012,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2966,7 +3025,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2977,9 +3036,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2991,21 +3050,21 @@ export interface operations {
     listRecordsByQuery: {
         parameters: {
             query: {
-                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows */
+                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows. Example: `{}` */
                 filters?: {
                     [key: string]: string;
                 };
-                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500) */
+                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500). Example: `25` */
                 limit?: number;
-                /** @description Records to skip (offset) */
+                /** @description Records to skip (offset). Example: `0` */
                 skip?: number;
                 /** @description A visible field name; the key always ends the sort */
                 sortBy?: string;
-                /** @description asc or desc (any case) */
-                sortOrder?: "asc" | "desc";
-                /** @description Must be the tenant of the token (D28); 403 otherwise */
+                /** @description asc or desc, in any case (DESC, Desc…) */
+                sortOrder?: string;
+                /** @description Must be the tenant of the token (D28); 403 otherwise. Example: `1` */
                 ten_id?: string;
-                /** @description Entity code */
+                /** @description Entity code. Example: `customers` */
                 entity: unknown;
             };
             header?: never;
@@ -3018,7 +3077,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -3045,12 +3104,12 @@ export interface operations {
                          * @description Records in this answer
                          * @example 2
                          */
-                        count?: number;
+                        count: number;
                         /**
                          * @description Records matching the query
                          * @example 50
                          */
-                        total?: number;
+                        total: number;
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -3059,7 +3118,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3070,7 +3129,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3081,7 +3140,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3092,7 +3151,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3103,9 +3162,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3116,7 +3175,18 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
+            501: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3127,9 +3197,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3141,24 +3211,24 @@ export interface operations {
     listEntityRecords: {
         parameters: {
             query?: {
-                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows */
+                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows. Example: `{}` */
                 filters?: {
                     [key: string]: string;
                 };
-                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500) */
+                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500). Example: `25` */
                 limit?: number;
-                /** @description Records to skip (offset) */
+                /** @description Records to skip (offset). Example: `0` */
                 skip?: number;
                 /** @description A visible field name; the key always ends the sort */
                 sortBy?: string;
-                /** @description asc or desc (any case) */
-                sortOrder?: "asc" | "desc";
-                /** @description Must be the tenant of the token (D28); 403 otherwise */
+                /** @description asc or desc, in any case (DESC, Desc…) */
+                sortOrder?: string;
+                /** @description Must be the tenant of the token (D28); 403 otherwise. Example: `1` */
                 ten_id?: string;
             };
             header?: never;
             path: {
-                /** @description Entity code of the object registry (obj_code) */
+                /** @description Entity code of the object registry (obj_code). Example: `customers` */
                 entity_code: string;
             };
             cookie?: never;
@@ -3169,7 +3239,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -3196,12 +3266,12 @@ export interface operations {
                          * @description Records in this answer
                          * @example 2
                          */
-                        count?: number;
+                        count: number;
                         /**
                          * @description Records matching the query
                          * @example 50
                          */
-                        total?: number;
+                        total: number;
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -3210,7 +3280,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3221,7 +3291,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3232,7 +3302,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3243,7 +3313,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3254,9 +3324,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3267,7 +3337,18 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
+            501: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3278,9 +3359,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3292,22 +3373,22 @@ export interface operations {
     listRecords: {
         parameters: {
             query?: {
-                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows */
+                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows. Example: `{}` */
                 filters?: {
                     [key: string]: string;
                 };
-                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500) */
+                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500). Example: `25` */
                 limit?: number;
-                /** @description Records to skip (offset) */
+                /** @description Records to skip (offset). Example: `0` */
                 skip?: number;
                 /** @description A visible field name; the key always ends the sort */
                 sortBy?: string;
-                /** @description asc or desc (any case) */
-                sortOrder?: "asc" | "desc";
+                /** @description asc or desc, in any case (DESC, Desc…) */
+                sortOrder?: string;
             };
             header?: never;
             path: {
-                /** @description Entity code of the object registry (obj_code) */
+                /** @description Entity code of the object registry (obj_code). Example: `customers` */
                 entity_code: string;
             };
             cookie?: never;
@@ -3318,7 +3399,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -3366,7 +3447,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3377,7 +3458,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3388,7 +3469,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3399,7 +3480,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3410,9 +3491,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3423,7 +3504,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3434,7 +3515,7 @@ export interface operations {
             501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3445,9 +3526,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3461,7 +3542,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Entity code of the object registry (obj_code) */
+                /** @description Entity code of the object registry (obj_code). Example: `customers` */
                 entity_code: string;
             };
             cookie?: never;
@@ -3478,7 +3559,7 @@ export interface operations {
             201: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -3521,7 +3602,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3532,7 +3613,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3543,7 +3624,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3554,7 +3635,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3565,7 +3646,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3576,7 +3657,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3587,7 +3668,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3598,9 +3679,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3611,7 +3692,18 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
+            501: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3622,9 +3714,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3641,9 +3733,9 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
-                /** @description Entity code of the object registry (obj_code) */
+                /** @description Entity code of the object registry (obj_code). Example: `customers` */
                 entity_code: string;
             };
             cookie?: never;
@@ -3654,7 +3746,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -3699,7 +3791,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -3712,7 +3804,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3723,7 +3815,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3734,7 +3826,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3745,7 +3837,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3756,9 +3848,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3769,7 +3861,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3780,7 +3872,7 @@ export interface operations {
             501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3791,9 +3883,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3806,13 +3898,13 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body */
+                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body. Example: `"2026-11-23T05:03:25.085Z"` */
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
-                /** @description Entity code of the object registry (obj_code) */
+                /** @description Entity code of the object registry (obj_code). Example: `customers` */
                 entity_code: string;
             };
             cookie?: never;
@@ -3829,7 +3921,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -3872,7 +3964,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3883,7 +3975,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3894,7 +3986,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3905,7 +3997,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3916,7 +4008,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3927,7 +4019,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3938,7 +4030,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3949,9 +4041,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3962,7 +4054,18 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
+            501: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3973,9 +4076,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3992,9 +4095,9 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
-                /** @description Entity code of the object registry (obj_code) */
+                /** @description Entity code of the object registry (obj_code). Example: `customers` */
                 entity_code: string;
             };
             cookie?: never;
@@ -4005,7 +4108,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -4019,18 +4122,18 @@ export interface operations {
                         success: true;
                         data: {
                             /** @example true */
-                            success?: boolean;
+                            success: boolean;
                             /**
                              * Format: date-time
                              * @example 2026-11-23T05:10:00.000Z
                              */
-                            deletedAt?: string;
+                            deletedAt: string;
                         };
                         /**
                          * Format: date-time
                          * @example 2026-11-23T05:10:00.000Z
                          */
-                        deletedAt?: string;
+                        deletedAt: string;
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -4039,7 +4142,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4050,7 +4153,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4061,7 +4164,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4072,7 +4175,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4083,7 +4186,29 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4094,9 +4219,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4107,7 +4232,18 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
+            501: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4118,9 +4254,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4137,6 +4273,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
+                /** @description Example: `customers_grid` */
                 dvc_code: string;
             };
             cookie?: never;
@@ -4147,7 +4284,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -4156,21 +4293,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @example true */
-                        success?: boolean;
-                        data?: {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: {
                             /** @example customers_grid */
-                            dvc_code?: string;
+                            dvc_code: string;
                             /** @example Customers */
-                            dvc_description?: string | null;
+                            dvc_description: string | null;
                             /** @description dvc_config parsed (spec §2.9.1): source, display, columns, filters, sorting, grouping, … */
-                            config?: {
+                            config: {
                                 [key: string]: unknown;
                             };
                         };
-                        meta?: {
-                            timestamp?: string;
-                            requestId?: string;
+                        meta: {
+                            timestamp: string;
+                            requestId: string;
                         };
                     };
                 };
@@ -4179,7 +4319,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -4192,7 +4332,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4203,7 +4343,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4214,7 +4354,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4225,7 +4365,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4236,9 +4376,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4249,7 +4389,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4260,9 +4400,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4274,9 +4414,9 @@ export interface operations {
     getDataviewData: {
         parameters: {
             query?: {
-                /** @description Offset dataviews: zero-based page (offset = page * pageSize) */
+                /** @description Offset dataviews: zero-based page (offset = page * pageSize). Example: `0` */
                 page?: number;
-                /** @description Default display.pageSize; at most the profile’s maxPageSize and source.maxRows */
+                /** @description Default display.pageSize; at most the profile’s maxPageSize and source.maxRows. Example: `25` */
                 pageSize?: number;
                 /** @description JSON array of {fieldCode, operator, value}, applied after the configured defaultFilters. Operators: equals, not_equals, in, not_in, is_null, is_not_null (all columns); contains, starts_with, ends_with (text); greater_than, less_than, between [from, to] (numeric, date). Only isFilterable columns. orders_grid: [{"fieldCode":"ordered_at","operator":"between","value":["2026-01-01","2026-03-31"]}] */
                 filters?: string;
@@ -4293,6 +4433,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description Example: `customers_grid` */
                 dvc_code: string;
             };
             cookie?: never;
@@ -4302,48 +4443,57 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        /** @example true */
-                        success?: boolean;
-                        /** @description The rows of the page; with groupBy (and no groupKey) the groups, ordered by key */
-                        data?: {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        /** @description The rows of the page (each with lastModified); with groupBy (and no groupKey) the groups {key, count, aggregates}, ordered by key. anyOf, not oneOf: an empty page is both. */
+                        data: ({
+                            /**
+                             * Format: date-time
+                             * @description The concurrency token of the row’s record (D42)
+                             */
+                            lastModified: string | null;
+                        } & {
                             [key: string]: unknown;
-                        }[] | {
+                        })[] | {
                             /**
                              * @description The group field’s value; null for the rows where it is NULL
                              * @example gold
                              */
-                            key?: unknown;
+                            key: unknown;
                             /** @example 10 */
-                            count?: number;
+                            count: number;
                             /**
                              * @example {
                              *       "credit_limit": 61000
                              *     }
                              */
-                            aggregates?: {
+                            aggregates: {
                                 [key: string]: unknown;
                             };
                         }[];
                         /** @description Offset dataviews: {page, pageSize, total}; cursor dataviews: {pageSize, nextCursor} (null on the last page). Absent for groups. */
                         pagination?: {
                             /** @example 0 */
-                            page?: number;
+                            page: number;
                             /** @example 25 */
-                            pageSize?: number;
+                            pageSize: number;
                             /** @example 50 */
-                            total?: number;
+                            total: number;
                         } | {
                             /** @example 25 */
-                            pageSize?: number;
+                            pageSize: number;
                             /** @example eyJ2IjoxLCJwIjpbWyIyMDI2LTAzLTAxIl0sOTZdfQ.q3J… */
-                            nextCursor?: string | null;
+                            nextCursor: string | null;
                         };
                         /**
                          * @description The columns’ aggregateFunction (sum, avg, min, max, count) over the whole filtered set
@@ -4354,9 +4504,9 @@ export interface operations {
                         aggregates?: {
                             [key: string]: unknown;
                         };
-                        meta?: {
-                            timestamp?: string;
-                            requestId?: string;
+                        meta: {
+                            timestamp: string;
+                            requestId: string;
                         };
                     };
                 };
@@ -4365,7 +4515,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4376,7 +4526,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4387,7 +4537,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4398,7 +4548,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4409,9 +4559,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4422,7 +4572,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4433,7 +4583,7 @@ export interface operations {
             501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4444,9 +4594,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4460,6 +4610,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `customers_grid` */
                 dvc_code: string;
             };
             cookie?: never;
@@ -4494,7 +4645,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -4591,7 +4742,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4602,7 +4753,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4613,7 +4764,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4624,7 +4775,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4646,7 +4797,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4657,7 +4808,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4668,9 +4819,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4681,7 +4832,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4692,7 +4843,7 @@ export interface operations {
             501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4703,9 +4854,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5041,6 +5192,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c` */
                 file_id: string;
             };
             cookie?: never;
@@ -5054,7 +5206,7 @@ export interface operations {
                     "Content-Disposition"?: string;
                     "Cache-Control"?: string;
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -5069,7 +5221,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5080,7 +5232,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5091,7 +5243,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5102,7 +5254,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5113,9 +5265,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5126,7 +5278,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5137,9 +5289,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5160,34 +5312,42 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        code?: string;
-                        /** @example Customer onboarding */
-                        name?: string | null;
-                        description?: string | null;
-                        /** @enum {string} */
-                        status?: "active" | "inactive";
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        scope?: "system" | "tenant";
-                    }[];
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: {
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            code: string;
+                            /** @example Customer onboarding */
+                            name: string | null;
+                            description: string | null;
+                            /** @enum {string} */
+                            status: "active" | "inactive";
+                            /** @example 2 */
+                            version: number;
+                            /** @enum {string} */
+                            scope: "system" | "tenant";
+                        }[];
+                        meta: components["schemas"]["MetaDto"];
+                    };
                 };
             };
             /** @description VALIDATION_ERROR: Bad input (details list the fields) */
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5198,7 +5358,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5209,7 +5369,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5220,7 +5380,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5231,9 +5391,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5244,7 +5404,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5255,9 +5415,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5270,6 +5430,7 @@ export interface operations {
         parameters: {
             query?: {
                 status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                /** @description Example: `customer_onboarding` */
                 code?: string;
                 page?: number;
                 pageSize?: number;
@@ -5280,78 +5441,103 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description data: instances; count, total, page, pageSize beside it */
+            /** @description data: instances, newest first; count, total, page, pageSize beside it */
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        workflowCode?: string;
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-                        /** @example approve_gold */
-                        currentNode?: string | null;
-                        error?: string | null;
                         /**
-                         * @example {
-                         *       "customerId": 3,
-                         *       "tier": "gold"
-                         *     }
+                         * @example true
+                         * @enum {boolean}
                          */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Values set by `set` steps */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        startedBy?: number | null;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                        /** Format: date-time */
-                        updatedAt?: string | null;
-                        /** Format: date-time */
-                        completedAt?: string | null;
-                        waitingFor?: {
+                        success: true;
+                        data: {
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            workflowCode: string;
+                            /** @example 2 */
+                            version: number;
                             /** @enum {string} */
-                            type?: "approval";
-                            step?: string;
-                            message?: string;
-                            permission?: string;
+                            status: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example approve_gold */
+                            currentNode: string | null;
+                            error: string | null;
+                            /**
+                             * @example {
+                             *       "customerId": 3,
+                             *       "tier": "gold"
+                             *     }
+                             */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Values set by `set` steps */
+                            context: {
+                                [key: string]: unknown;
+                            };
+                            startedBy: number | null;
                             /** Format: date-time */
-                            since?: string | null;
-                        } | null;
-                        /** @description Single instance only: one entry per step reached */
-                        nodes?: {
-                            nodeId?: string;
-                            /** @enum {string} */
-                            status?: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
-                            error?: string | null;
-                            attempts?: number;
-                            output?: unknown;
+                            createdAt: string | null;
                             /** Format: date-time */
-                            startedAt?: string | null;
+                            updatedAt: string | null;
                             /** Format: date-time */
-                            finishedAt?: string | null;
+                            completedAt: string | null;
+                            /** @description Set while the instance waits at an approval step, else null */
+                            waitingFor: {
+                                /** @enum {string} */
+                                type: "approval";
+                                step: string;
+                                /** @description The approval step's `message` (usually text), or null */
+                                message: unknown;
+                                /** @description The approval step's `permission` (default `approve`) */
+                                permission: unknown;
+                                /** Format: date-time */
+                                since: string | null;
+                            } | null;
+                            /** @description Single instance only: one entry per step reached */
+                            nodes?: {
+                                nodeId: string;
+                                /** @enum {string} */
+                                status: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
+                                error: string | null;
+                                attempts: number;
+                                output: unknown;
+                                /** Format: date-time */
+                                startedAt: string | null;
+                                /** Format: date-time */
+                                finishedAt: string | null;
+                            }[];
                         }[];
-                    }[];
+                        /**
+                         * @description Instances in this answer
+                         * @example 2
+                         */
+                        count: number;
+                        /**
+                         * @description Instances matching the filters
+                         * @example 12
+                         */
+                        total: number;
+                        /** @example 1 */
+                        page: number;
+                        /** @example 25 */
+                        pageSize: number;
+                        meta: components["schemas"]["MetaDto"];
+                    };
                 };
             };
             /** @description VALIDATION_ERROR: Bad input (details list the fields) */
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5362,7 +5548,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5373,7 +5559,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5384,7 +5570,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5395,9 +5581,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5408,7 +5594,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5419,9 +5605,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5435,6 +5621,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `customer_onboarding` */
                 code: string;
             };
             cookie?: never;
@@ -5454,68 +5641,79 @@ export interface operations {
             202: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        /** @example 7 */
-                        instanceId?: number;
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        workflowCode?: string;
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-                        /** @example approve_gold */
-                        currentNode?: string | null;
-                        error?: string | null;
                         /**
-                         * @example {
-                         *       "customerId": 3,
-                         *       "tier": "gold"
-                         *     }
+                         * @example true
+                         * @enum {boolean}
                          */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Values set by `set` steps */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        startedBy?: number | null;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                        /** Format: date-time */
-                        updatedAt?: string | null;
-                        /** Format: date-time */
-                        completedAt?: string | null;
-                        waitingFor?: {
+                        success: true;
+                        data: {
+                            /** @example 7 */
+                            instanceId: number;
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            workflowCode: string;
+                            /** @example 2 */
+                            version: number;
                             /** @enum {string} */
-                            type?: "approval";
-                            step?: string;
-                            message?: string;
-                            permission?: string;
+                            status: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example approve_gold */
+                            currentNode: string | null;
+                            error: string | null;
+                            /**
+                             * @example {
+                             *       "customerId": 3,
+                             *       "tier": "gold"
+                             *     }
+                             */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Values set by `set` steps */
+                            context: {
+                                [key: string]: unknown;
+                            };
+                            startedBy: number | null;
                             /** Format: date-time */
-                            since?: string | null;
-                        } | null;
-                        /** @description Single instance only: one entry per step reached */
-                        nodes?: {
-                            nodeId?: string;
-                            /** @enum {string} */
-                            status?: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
-                            error?: string | null;
-                            attempts?: number;
-                            output?: unknown;
+                            createdAt: string | null;
                             /** Format: date-time */
-                            startedAt?: string | null;
+                            updatedAt: string | null;
                             /** Format: date-time */
-                            finishedAt?: string | null;
-                        }[];
+                            completedAt: string | null;
+                            /** @description Set while the instance waits at an approval step, else null */
+                            waitingFor: {
+                                /** @enum {string} */
+                                type: "approval";
+                                step: string;
+                                /** @description The approval step's `message` (usually text), or null */
+                                message: unknown;
+                                /** @description The approval step's `permission` (default `approve`) */
+                                permission: unknown;
+                                /** Format: date-time */
+                                since: string | null;
+                            } | null;
+                            /** @description Single instance only: one entry per step reached */
+                            nodes?: {
+                                nodeId: string;
+                                /** @enum {string} */
+                                status: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
+                                error: string | null;
+                                attempts: number;
+                                output: unknown;
+                                /** Format: date-time */
+                                startedAt: string | null;
+                                /** Format: date-time */
+                                finishedAt: string | null;
+                            }[];
+                        };
+                        meta: components["schemas"]["MetaDto"];
                     };
                 };
             };
@@ -5523,7 +5721,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5534,7 +5732,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5545,7 +5743,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5556,7 +5754,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5567,7 +5765,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5578,7 +5776,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5589,9 +5787,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5602,7 +5800,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5613,9 +5811,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5629,6 +5827,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -5638,66 +5837,77 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        workflowCode?: string;
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-                        /** @example approve_gold */
-                        currentNode?: string | null;
-                        error?: string | null;
                         /**
-                         * @example {
-                         *       "customerId": 3,
-                         *       "tier": "gold"
-                         *     }
+                         * @example true
+                         * @enum {boolean}
                          */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Values set by `set` steps */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        startedBy?: number | null;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                        /** Format: date-time */
-                        updatedAt?: string | null;
-                        /** Format: date-time */
-                        completedAt?: string | null;
-                        waitingFor?: {
+                        success: true;
+                        data: {
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            workflowCode: string;
+                            /** @example 2 */
+                            version: number;
                             /** @enum {string} */
-                            type?: "approval";
-                            step?: string;
-                            message?: string;
-                            permission?: string;
+                            status: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example approve_gold */
+                            currentNode: string | null;
+                            error: string | null;
+                            /**
+                             * @example {
+                             *       "customerId": 3,
+                             *       "tier": "gold"
+                             *     }
+                             */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Values set by `set` steps */
+                            context: {
+                                [key: string]: unknown;
+                            };
+                            startedBy: number | null;
                             /** Format: date-time */
-                            since?: string | null;
-                        } | null;
-                        /** @description Single instance only: one entry per step reached */
-                        nodes?: {
-                            nodeId?: string;
-                            /** @enum {string} */
-                            status?: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
-                            error?: string | null;
-                            attempts?: number;
-                            output?: unknown;
+                            createdAt: string | null;
                             /** Format: date-time */
-                            startedAt?: string | null;
+                            updatedAt: string | null;
                             /** Format: date-time */
-                            finishedAt?: string | null;
-                        }[];
+                            completedAt: string | null;
+                            /** @description Set while the instance waits at an approval step, else null */
+                            waitingFor: {
+                                /** @enum {string} */
+                                type: "approval";
+                                step: string;
+                                /** @description The approval step's `message` (usually text), or null */
+                                message: unknown;
+                                /** @description The approval step's `permission` (default `approve`) */
+                                permission: unknown;
+                                /** Format: date-time */
+                                since: string | null;
+                            } | null;
+                            /** @description Single instance only: one entry per step reached */
+                            nodes?: {
+                                nodeId: string;
+                                /** @enum {string} */
+                                status: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
+                                error: string | null;
+                                attempts: number;
+                                output: unknown;
+                                /** Format: date-time */
+                                startedAt: string | null;
+                                /** Format: date-time */
+                                finishedAt: string | null;
+                            }[];
+                        };
+                        meta: components["schemas"]["MetaDto"];
                     };
                 };
             };
@@ -5705,7 +5915,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5716,7 +5926,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5727,7 +5937,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5738,7 +5948,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5749,9 +5959,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5762,7 +5972,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5773,9 +5983,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5793,6 +6003,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -5802,28 +6013,36 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        id?: number;
-                        /** @enum {string} */
-                        level?: "debug" | "info" | "warn" | "error";
-                        message?: string;
-                        data?: unknown;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                    }[];
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: {
+                            id: number;
+                            /** @enum {string} */
+                            level: "debug" | "info" | "warn" | "error";
+                            message: string | null;
+                            data: unknown;
+                            /** Format: date-time */
+                            createdAt: string | null;
+                        }[];
+                        meta: components["schemas"]["MetaDto"];
+                    };
                 };
             };
             /** @description VALIDATION_ERROR: Bad input (details list the fields) */
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5834,7 +6053,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5845,7 +6064,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5856,7 +6075,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5867,9 +6086,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5880,7 +6099,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5891,9 +6110,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5907,6 +6126,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -5919,69 +6139,81 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The instance after the change */
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        workflowCode?: string;
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-                        /** @example approve_gold */
-                        currentNode?: string | null;
-                        error?: string | null;
                         /**
-                         * @example {
-                         *       "customerId": 3,
-                         *       "tier": "gold"
-                         *     }
+                         * @example true
+                         * @enum {boolean}
                          */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Values set by `set` steps */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        startedBy?: number | null;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                        /** Format: date-time */
-                        updatedAt?: string | null;
-                        /** Format: date-time */
-                        completedAt?: string | null;
-                        waitingFor?: {
+                        success: true;
+                        data: {
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            workflowCode: string;
+                            /** @example 2 */
+                            version: number;
                             /** @enum {string} */
-                            type?: "approval";
-                            step?: string;
-                            message?: string;
-                            permission?: string;
+                            status: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example approve_gold */
+                            currentNode: string | null;
+                            error: string | null;
+                            /**
+                             * @example {
+                             *       "customerId": 3,
+                             *       "tier": "gold"
+                             *     }
+                             */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Values set by `set` steps */
+                            context: {
+                                [key: string]: unknown;
+                            };
+                            startedBy: number | null;
                             /** Format: date-time */
-                            since?: string | null;
-                        } | null;
-                        /** @description Single instance only: one entry per step reached */
-                        nodes?: {
-                            nodeId?: string;
-                            /** @enum {string} */
-                            status?: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
-                            error?: string | null;
-                            attempts?: number;
-                            output?: unknown;
+                            createdAt: string | null;
                             /** Format: date-time */
-                            startedAt?: string | null;
+                            updatedAt: string | null;
                             /** Format: date-time */
-                            finishedAt?: string | null;
-                        }[];
+                            completedAt: string | null;
+                            /** @description Set while the instance waits at an approval step, else null */
+                            waitingFor: {
+                                /** @enum {string} */
+                                type: "approval";
+                                step: string;
+                                /** @description The approval step's `message` (usually text), or null */
+                                message: unknown;
+                                /** @description The approval step's `permission` (default `approve`) */
+                                permission: unknown;
+                                /** Format: date-time */
+                                since: string | null;
+                            } | null;
+                            /** @description Single instance only: one entry per step reached */
+                            nodes?: {
+                                nodeId: string;
+                                /** @enum {string} */
+                                status: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
+                                error: string | null;
+                                attempts: number;
+                                output: unknown;
+                                /** Format: date-time */
+                                startedAt: string | null;
+                                /** Format: date-time */
+                                finishedAt: string | null;
+                            }[];
+                        };
+                        meta: components["schemas"]["MetaDto"];
                     };
                 };
             };
@@ -5989,7 +6221,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6000,7 +6232,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6011,7 +6243,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6022,7 +6254,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6033,7 +6265,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6044,7 +6276,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6055,7 +6287,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6066,9 +6298,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6079,7 +6311,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6090,9 +6322,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6106,6 +6338,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -6118,69 +6351,81 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The instance after the change */
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        workflowCode?: string;
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-                        /** @example approve_gold */
-                        currentNode?: string | null;
-                        error?: string | null;
                         /**
-                         * @example {
-                         *       "customerId": 3,
-                         *       "tier": "gold"
-                         *     }
+                         * @example true
+                         * @enum {boolean}
                          */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Values set by `set` steps */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        startedBy?: number | null;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                        /** Format: date-time */
-                        updatedAt?: string | null;
-                        /** Format: date-time */
-                        completedAt?: string | null;
-                        waitingFor?: {
+                        success: true;
+                        data: {
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            workflowCode: string;
+                            /** @example 2 */
+                            version: number;
                             /** @enum {string} */
-                            type?: "approval";
-                            step?: string;
-                            message?: string;
-                            permission?: string;
+                            status: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example approve_gold */
+                            currentNode: string | null;
+                            error: string | null;
+                            /**
+                             * @example {
+                             *       "customerId": 3,
+                             *       "tier": "gold"
+                             *     }
+                             */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Values set by `set` steps */
+                            context: {
+                                [key: string]: unknown;
+                            };
+                            startedBy: number | null;
                             /** Format: date-time */
-                            since?: string | null;
-                        } | null;
-                        /** @description Single instance only: one entry per step reached */
-                        nodes?: {
-                            nodeId?: string;
-                            /** @enum {string} */
-                            status?: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
-                            error?: string | null;
-                            attempts?: number;
-                            output?: unknown;
+                            createdAt: string | null;
                             /** Format: date-time */
-                            startedAt?: string | null;
+                            updatedAt: string | null;
                             /** Format: date-time */
-                            finishedAt?: string | null;
-                        }[];
+                            completedAt: string | null;
+                            /** @description Set while the instance waits at an approval step, else null */
+                            waitingFor: {
+                                /** @enum {string} */
+                                type: "approval";
+                                step: string;
+                                /** @description The approval step's `message` (usually text), or null */
+                                message: unknown;
+                                /** @description The approval step's `permission` (default `approve`) */
+                                permission: unknown;
+                                /** Format: date-time */
+                                since: string | null;
+                            } | null;
+                            /** @description Single instance only: one entry per step reached */
+                            nodes?: {
+                                nodeId: string;
+                                /** @enum {string} */
+                                status: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
+                                error: string | null;
+                                attempts: number;
+                                output: unknown;
+                                /** Format: date-time */
+                                startedAt: string | null;
+                                /** Format: date-time */
+                                finishedAt: string | null;
+                            }[];
+                        };
+                        meta: components["schemas"]["MetaDto"];
                     };
                 };
             };
@@ -6188,7 +6433,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6199,7 +6444,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6210,7 +6455,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6221,7 +6466,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6232,7 +6477,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6243,7 +6488,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6254,7 +6499,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6265,9 +6510,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6278,7 +6523,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6289,9 +6534,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6305,6 +6550,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -6317,69 +6563,81 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The instance after the change */
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        workflowCode?: string;
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-                        /** @example approve_gold */
-                        currentNode?: string | null;
-                        error?: string | null;
                         /**
-                         * @example {
-                         *       "customerId": 3,
-                         *       "tier": "gold"
-                         *     }
+                         * @example true
+                         * @enum {boolean}
                          */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Values set by `set` steps */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        startedBy?: number | null;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                        /** Format: date-time */
-                        updatedAt?: string | null;
-                        /** Format: date-time */
-                        completedAt?: string | null;
-                        waitingFor?: {
+                        success: true;
+                        data: {
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            workflowCode: string;
+                            /** @example 2 */
+                            version: number;
                             /** @enum {string} */
-                            type?: "approval";
-                            step?: string;
-                            message?: string;
-                            permission?: string;
+                            status: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example approve_gold */
+                            currentNode: string | null;
+                            error: string | null;
+                            /**
+                             * @example {
+                             *       "customerId": 3,
+                             *       "tier": "gold"
+                             *     }
+                             */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Values set by `set` steps */
+                            context: {
+                                [key: string]: unknown;
+                            };
+                            startedBy: number | null;
                             /** Format: date-time */
-                            since?: string | null;
-                        } | null;
-                        /** @description Single instance only: one entry per step reached */
-                        nodes?: {
-                            nodeId?: string;
-                            /** @enum {string} */
-                            status?: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
-                            error?: string | null;
-                            attempts?: number;
-                            output?: unknown;
+                            createdAt: string | null;
                             /** Format: date-time */
-                            startedAt?: string | null;
+                            updatedAt: string | null;
                             /** Format: date-time */
-                            finishedAt?: string | null;
-                        }[];
+                            completedAt: string | null;
+                            /** @description Set while the instance waits at an approval step, else null */
+                            waitingFor: {
+                                /** @enum {string} */
+                                type: "approval";
+                                step: string;
+                                /** @description The approval step's `message` (usually text), or null */
+                                message: unknown;
+                                /** @description The approval step's `permission` (default `approve`) */
+                                permission: unknown;
+                                /** Format: date-time */
+                                since: string | null;
+                            } | null;
+                            /** @description Single instance only: one entry per step reached */
+                            nodes?: {
+                                nodeId: string;
+                                /** @enum {string} */
+                                status: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
+                                error: string | null;
+                                attempts: number;
+                                output: unknown;
+                                /** Format: date-time */
+                                startedAt: string | null;
+                                /** Format: date-time */
+                                finishedAt: string | null;
+                            }[];
+                        };
+                        meta: components["schemas"]["MetaDto"];
                     };
                 };
             };
@@ -6387,7 +6645,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6398,7 +6656,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6409,7 +6667,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6420,7 +6678,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6431,7 +6689,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6442,7 +6700,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6453,7 +6711,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6464,9 +6722,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6477,7 +6735,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6488,9 +6746,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6504,6 +6762,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -6516,69 +6775,81 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The instance after the change */
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        workflowCode?: string;
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-                        /** @example approve_gold */
-                        currentNode?: string | null;
-                        error?: string | null;
                         /**
-                         * @example {
-                         *       "customerId": 3,
-                         *       "tier": "gold"
-                         *     }
+                         * @example true
+                         * @enum {boolean}
                          */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Values set by `set` steps */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        startedBy?: number | null;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                        /** Format: date-time */
-                        updatedAt?: string | null;
-                        /** Format: date-time */
-                        completedAt?: string | null;
-                        waitingFor?: {
+                        success: true;
+                        data: {
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            workflowCode: string;
+                            /** @example 2 */
+                            version: number;
                             /** @enum {string} */
-                            type?: "approval";
-                            step?: string;
-                            message?: string;
-                            permission?: string;
+                            status: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example approve_gold */
+                            currentNode: string | null;
+                            error: string | null;
+                            /**
+                             * @example {
+                             *       "customerId": 3,
+                             *       "tier": "gold"
+                             *     }
+                             */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Values set by `set` steps */
+                            context: {
+                                [key: string]: unknown;
+                            };
+                            startedBy: number | null;
                             /** Format: date-time */
-                            since?: string | null;
-                        } | null;
-                        /** @description Single instance only: one entry per step reached */
-                        nodes?: {
-                            nodeId?: string;
-                            /** @enum {string} */
-                            status?: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
-                            error?: string | null;
-                            attempts?: number;
-                            output?: unknown;
+                            createdAt: string | null;
                             /** Format: date-time */
-                            startedAt?: string | null;
+                            updatedAt: string | null;
                             /** Format: date-time */
-                            finishedAt?: string | null;
-                        }[];
+                            completedAt: string | null;
+                            /** @description Set while the instance waits at an approval step, else null */
+                            waitingFor: {
+                                /** @enum {string} */
+                                type: "approval";
+                                step: string;
+                                /** @description The approval step's `message` (usually text), or null */
+                                message: unknown;
+                                /** @description The approval step's `permission` (default `approve`) */
+                                permission: unknown;
+                                /** Format: date-time */
+                                since: string | null;
+                            } | null;
+                            /** @description Single instance only: one entry per step reached */
+                            nodes?: {
+                                nodeId: string;
+                                /** @enum {string} */
+                                status: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
+                                error: string | null;
+                                attempts: number;
+                                output: unknown;
+                                /** Format: date-time */
+                                startedAt: string | null;
+                                /** Format: date-time */
+                                finishedAt: string | null;
+                            }[];
+                        };
+                        meta: components["schemas"]["MetaDto"];
                     };
                 };
             };
@@ -6586,7 +6857,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6597,7 +6868,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6608,7 +6879,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6619,7 +6890,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6630,7 +6901,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6641,7 +6912,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6652,7 +6923,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6663,9 +6934,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6676,7 +6947,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6687,9 +6958,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6703,6 +6974,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -6715,69 +6987,81 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The instance after the change */
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        /** @example 1 */
-                        id?: number;
-                        /** @example customer_onboarding */
-                        workflowCode?: string;
-                        /** @example 2 */
-                        version?: number;
-                        /** @enum {string} */
-                        status?: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
-                        /** @example approve_gold */
-                        currentNode?: string | null;
-                        error?: string | null;
                         /**
-                         * @example {
-                         *       "customerId": 3,
-                         *       "tier": "gold"
-                         *     }
+                         * @example true
+                         * @enum {boolean}
                          */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Values set by `set` steps */
-                        context?: {
-                            [key: string]: unknown;
-                        };
-                        startedBy?: number | null;
-                        /** Format: date-time */
-                        createdAt?: string | null;
-                        /** Format: date-time */
-                        updatedAt?: string | null;
-                        /** Format: date-time */
-                        completedAt?: string | null;
-                        waitingFor?: {
+                        success: true;
+                        data: {
+                            /** @example 1 */
+                            id: number;
+                            /** @example customer_onboarding */
+                            workflowCode: string;
+                            /** @example 2 */
+                            version: number;
                             /** @enum {string} */
-                            type?: "approval";
-                            step?: string;
-                            message?: string;
-                            permission?: string;
+                            status: "PENDING" | "RUNNING" | "PAUSED" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example approve_gold */
+                            currentNode: string | null;
+                            error: string | null;
+                            /**
+                             * @example {
+                             *       "customerId": 3,
+                             *       "tier": "gold"
+                             *     }
+                             */
+                            input: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Values set by `set` steps */
+                            context: {
+                                [key: string]: unknown;
+                            };
+                            startedBy: number | null;
                             /** Format: date-time */
-                            since?: string | null;
-                        } | null;
-                        /** @description Single instance only: one entry per step reached */
-                        nodes?: {
-                            nodeId?: string;
-                            /** @enum {string} */
-                            status?: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
-                            error?: string | null;
-                            attempts?: number;
-                            output?: unknown;
+                            createdAt: string | null;
                             /** Format: date-time */
-                            startedAt?: string | null;
+                            updatedAt: string | null;
                             /** Format: date-time */
-                            finishedAt?: string | null;
-                        }[];
+                            completedAt: string | null;
+                            /** @description Set while the instance waits at an approval step, else null */
+                            waitingFor: {
+                                /** @enum {string} */
+                                type: "approval";
+                                step: string;
+                                /** @description The approval step's `message` (usually text), or null */
+                                message: unknown;
+                                /** @description The approval step's `permission` (default `approve`) */
+                                permission: unknown;
+                                /** Format: date-time */
+                                since: string | null;
+                            } | null;
+                            /** @description Single instance only: one entry per step reached */
+                            nodes?: {
+                                nodeId: string;
+                                /** @enum {string} */
+                                status: "COMPLETED" | "WAITING" | "RETRYING" | "FAILED" | "REJECTED" | "TIMED_OUT";
+                                error: string | null;
+                                attempts: number;
+                                output: unknown;
+                                /** Format: date-time */
+                                startedAt: string | null;
+                                /** Format: date-time */
+                                finishedAt: string | null;
+                            }[];
+                        };
+                        meta: components["schemas"]["MetaDto"];
                     };
                 };
             };
@@ -6785,7 +7069,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6796,7 +7080,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6807,7 +7091,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6818,7 +7102,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6829,7 +7113,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6840,7 +7124,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6851,7 +7135,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6862,9 +7146,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6875,7 +7159,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6886,9 +7170,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6905,7 +7189,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description Compared exactly (case and trailing spaces count) on every database */
+                /** @description Compared exactly (case and trailing spaces count) on every database. Example: `customer_form` */
                 code: string;
             };
             cookie?: never;
@@ -6916,7 +7200,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -7021,7 +7305,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -7034,7 +7318,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7045,7 +7329,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7056,7 +7340,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7067,7 +7351,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7078,9 +7362,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7091,7 +7375,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7102,9 +7386,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7121,7 +7405,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description Compared exactly (case and trailing spaces count) on every database */
+                /** @description Compared exactly (case and trailing spaces count) on every database. Example: `main` */
                 code: string;
             };
             cookie?: never;
@@ -7132,7 +7416,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -7215,7 +7499,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -7228,7 +7512,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7239,7 +7523,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7250,7 +7534,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7261,7 +7545,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7272,9 +7556,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7285,7 +7569,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7296,9 +7580,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7315,7 +7599,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description Compared exactly (case and trailing spaces count) on every database */
+                /** @description Compared exactly (case and trailing spaces count) on every database. Example: `customer_tiers` */
                 code: string;
             };
             cookie?: never;
@@ -7326,7 +7610,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -7387,7 +7671,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -7400,7 +7684,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7411,7 +7695,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7422,7 +7706,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7433,7 +7717,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7444,9 +7728,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7457,7 +7741,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7468,9 +7752,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7482,12 +7766,7 @@ export interface operations {
     listCustomers: {
         parameters: {
             query?: {
-                /**
-                 * @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows
-                 * @example {
-                 *       "tier": "bronze"
-                 *     }
-                 */
+                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows. Example: `{"tier":"bronze"}` */
                 filters?: {
                     id?: number;
                     name?: string;
@@ -7498,14 +7777,14 @@ export interface operations {
                     credit_limit?: number;
                     internal_notes?: string;
                 };
-                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500) */
+                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500). Example: `25` */
                 limit?: number;
-                /** @description Records to skip (offset) */
+                /** @description Records to skip (offset). Example: `0` */
                 skip?: number;
                 /** @description A visible field name; the key always ends the sort */
                 sortBy?: string;
-                /** @description asc or desc (any case) */
-                sortOrder?: "asc" | "desc";
+                /** @description asc or desc, in any case (DESC, Desc…) */
+                sortOrder?: string;
             };
             header?: never;
             path?: never;
@@ -7517,7 +7796,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -7555,7 +7834,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7566,7 +7845,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7577,7 +7856,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7588,7 +7867,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7599,9 +7878,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7612,18 +7891,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7634,9 +7902,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7662,7 +7930,7 @@ export interface operations {
             201: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -7683,7 +7951,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7694,7 +7962,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7705,7 +7973,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7716,7 +7984,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7727,7 +7995,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7738,7 +8006,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7749,7 +8017,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7760,9 +8028,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7773,7 +8041,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7784,9 +8052,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7803,7 +8071,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -7814,7 +8082,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -7837,7 +8105,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -7850,7 +8118,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7861,7 +8129,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7872,7 +8140,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7883,7 +8151,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7894,9 +8162,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7907,18 +8175,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7929,9 +8186,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7944,11 +8201,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body */
+                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body. Example: `"2026-11-23T05:03:25.085Z"` */
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -7963,7 +8220,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -7984,7 +8241,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7995,7 +8252,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8006,7 +8263,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8017,7 +8274,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8028,7 +8285,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8039,7 +8296,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8050,7 +8307,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8061,9 +8318,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8074,7 +8331,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8085,9 +8342,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8104,7 +8361,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -8115,7 +8372,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -8129,18 +8386,18 @@ export interface operations {
                         success: true;
                         data: {
                             /** @example true */
-                            success?: boolean;
+                            success: boolean;
                             /**
                              * Format: date-time
                              * @example 2026-11-23T05:10:00.000Z
                              */
-                            deletedAt?: string;
+                            deletedAt: string;
                         };
                         /**
                          * Format: date-time
                          * @example 2026-11-23T05:10:00.000Z
                          */
-                        deletedAt?: string;
+                        deletedAt: string;
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -8149,7 +8406,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8160,7 +8417,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8171,7 +8428,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8182,7 +8439,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8193,7 +8450,29 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8204,9 +8483,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8217,7 +8496,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8228,9 +8507,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8242,12 +8521,7 @@ export interface operations {
     listOrders: {
         parameters: {
             query?: {
-                /**
-                 * @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows
-                 * @example {
-                 *       "status": "new"
-                 *     }
-                 */
+                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows. Example: `{"status":"new"}` */
                 filters?: {
                     id?: number;
                     customer_id?: number;
@@ -8256,14 +8530,14 @@ export interface operations {
                     status?: "new" | "paid" | "shipped" | "cancelled";
                     ordered_at?: string;
                 };
-                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500) */
+                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500). Example: `25` */
                 limit?: number;
-                /** @description Records to skip (offset) */
+                /** @description Records to skip (offset). Example: `0` */
                 skip?: number;
                 /** @description A visible field name; the key always ends the sort */
                 sortBy?: string;
-                /** @description asc or desc (any case) */
-                sortOrder?: "asc" | "desc";
+                /** @description asc or desc, in any case (DESC, Desc…) */
+                sortOrder?: string;
             };
             header?: never;
             path?: never;
@@ -8275,7 +8549,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -8313,7 +8587,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8324,7 +8598,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8335,7 +8609,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8346,7 +8620,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8357,9 +8631,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8370,18 +8644,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8392,9 +8655,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8420,7 +8683,7 @@ export interface operations {
             201: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -8441,7 +8704,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8452,7 +8715,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8463,7 +8726,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8474,18 +8737,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description CONFLICT: Conflict (stale lastModified, dependents, duplicate unique value) */
-            409: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8496,7 +8748,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8507,7 +8759,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8518,9 +8770,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8531,7 +8783,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8542,9 +8794,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8561,7 +8813,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -8572,7 +8824,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -8595,7 +8847,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -8608,7 +8860,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8619,7 +8871,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8630,7 +8882,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8641,7 +8893,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8652,9 +8904,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8665,18 +8917,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8687,9 +8928,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8702,11 +8943,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body */
+                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body. Example: `"2026-11-23T05:03:25.085Z"` */
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -8721,7 +8962,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -8742,7 +8983,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8753,7 +8994,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8764,7 +9005,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8775,7 +9016,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8786,7 +9027,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8797,7 +9038,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8808,7 +9049,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8819,9 +9060,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8832,7 +9073,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8843,9 +9084,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8862,7 +9103,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -8873,7 +9114,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -8887,18 +9128,18 @@ export interface operations {
                         success: true;
                         data: {
                             /** @example true */
-                            success?: boolean;
+                            success: boolean;
                             /**
                              * Format: date-time
                              * @example 2026-11-23T05:10:00.000Z
                              */
-                            deletedAt?: string;
+                            deletedAt: string;
                         };
                         /**
                          * Format: date-time
                          * @example 2026-11-23T05:10:00.000Z
                          */
-                        deletedAt?: string;
+                        deletedAt: string;
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -8907,7 +9148,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8918,7 +9159,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8929,7 +9170,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8940,18 +9181,29 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description CONFLICT: Conflict (stale lastModified, dependents, duplicate unique value) */
-            409: {
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8962,9 +9214,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8975,7 +9227,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8986,9 +9238,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9000,23 +9252,20 @@ export interface operations {
     listRoles: {
         parameters: {
             query?: {
-                /**
-                 * @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows
-                 * @example {}
-                 */
+                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows. Example: `{}` */
                 filters?: {
                     id?: number;
                     code?: string;
                     description?: string;
                 };
-                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500) */
+                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500). Example: `25` */
                 limit?: number;
-                /** @description Records to skip (offset) */
+                /** @description Records to skip (offset). Example: `0` */
                 skip?: number;
                 /** @description A visible field name; the key always ends the sort */
                 sortBy?: string;
-                /** @description asc or desc (any case) */
-                sortOrder?: "asc" | "desc";
+                /** @description asc or desc, in any case (DESC, Desc…) */
+                sortOrder?: string;
             };
             header?: never;
             path?: never;
@@ -9028,7 +9277,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -9066,7 +9315,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9077,7 +9326,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9088,7 +9337,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9099,7 +9348,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9110,9 +9359,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9123,18 +9372,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9145,9 +9383,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9173,7 +9411,7 @@ export interface operations {
             201: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -9194,7 +9432,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9205,7 +9443,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9216,7 +9454,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9227,7 +9465,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9238,7 +9476,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9249,7 +9487,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9260,7 +9498,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9271,9 +9509,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9284,7 +9522,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9295,9 +9533,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9314,7 +9552,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -9325,7 +9563,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -9348,7 +9586,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -9361,7 +9599,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9372,7 +9610,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9383,7 +9621,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9394,7 +9632,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9405,9 +9643,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9418,18 +9656,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9440,9 +9667,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9455,11 +9682,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body */
+                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body. Example: `"2026-11-23T05:03:25.085Z"` */
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -9474,7 +9701,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -9495,7 +9722,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9506,7 +9733,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9517,7 +9744,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9528,7 +9755,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9539,7 +9766,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9550,7 +9777,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9561,7 +9788,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9572,9 +9799,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9585,7 +9812,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9596,9 +9823,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9615,7 +9842,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -9626,7 +9853,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -9640,18 +9867,18 @@ export interface operations {
                         success: true;
                         data: {
                             /** @example true */
-                            success?: boolean;
+                            success: boolean;
                             /**
                              * Format: date-time
                              * @example 2026-11-23T05:10:00.000Z
                              */
-                            deletedAt?: string;
+                            deletedAt: string;
                         };
                         /**
                          * Format: date-time
                          * @example 2026-11-23T05:10:00.000Z
                          */
-                        deletedAt?: string;
+                        deletedAt: string;
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -9660,7 +9887,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9671,7 +9898,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9682,7 +9909,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9693,7 +9920,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9704,7 +9931,29 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9715,9 +9964,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9728,7 +9977,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9739,9 +9988,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9753,10 +10002,7 @@ export interface operations {
     listUsers: {
         parameters: {
             query?: {
-                /**
-                 * @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows
-                 * @example {}
-                 */
+                /** @description Equality filters, `filters[<field>]=<value>` (e.g. `filters[tier]=gold`); several are ANDed. Only fields the profile lets the caller see, and only when its queryPolicy.allowAdhocFilters allows. Example: `{}` */
                 filters?: {
                     id?: number;
                     email_id?: string;
@@ -9765,14 +10011,14 @@ export interface operations {
                     role_id?: number;
                     status?: number;
                 };
-                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500) */
+                /** @description Page size; default the profile’s defaultPageSize (100), at most its maxPageSize (500). Example: `25` */
                 limit?: number;
-                /** @description Records to skip (offset) */
+                /** @description Records to skip (offset). Example: `0` */
                 skip?: number;
                 /** @description A visible field name; the key always ends the sort */
                 sortBy?: string;
-                /** @description asc or desc (any case) */
-                sortOrder?: "asc" | "desc";
+                /** @description asc or desc, in any case (DESC, Desc…) */
+                sortOrder?: string;
             };
             header?: never;
             path?: never;
@@ -9784,7 +10030,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -9822,7 +10068,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9833,7 +10079,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9844,7 +10090,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9855,7 +10101,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9866,9 +10112,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9879,18 +10125,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9901,9 +10136,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9929,7 +10164,7 @@ export interface operations {
             201: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -9950,7 +10185,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9961,7 +10196,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9972,7 +10207,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9983,7 +10218,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9994,7 +10229,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10005,7 +10240,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10016,7 +10251,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10027,9 +10262,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10040,7 +10275,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10051,9 +10286,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10070,7 +10305,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -10081,7 +10316,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -10104,7 +10339,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     /** @description The entity tag of the answer; send it as If-None-Match to get 304 while it is current */
@@ -10117,7 +10352,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10128,7 +10363,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10139,7 +10374,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10150,7 +10385,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10161,9 +10396,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10174,18 +10409,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10196,9 +10420,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10211,11 +10435,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body */
+                /** @description The record’s ETag (its lastModified, quoted) as read; instead of lastModified in the body. Example: `"2026-11-23T05:03:25.085Z"` */
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -10230,7 +10454,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -10251,7 +10475,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10262,7 +10486,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10273,7 +10497,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10284,7 +10508,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10295,7 +10519,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10306,7 +10530,7 @@ export interface operations {
             413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10317,7 +10541,7 @@ export interface operations {
             415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10328,9 +10552,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10341,7 +10565,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10352,9 +10576,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10371,7 +10595,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The record’s key */
+                /** @description The record’s key. Example: `1` */
                 id: number;
             };
             cookie?: never;
@@ -10382,7 +10606,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -10396,18 +10620,18 @@ export interface operations {
                         success: true;
                         data: {
                             /** @example true */
-                            success?: boolean;
+                            success: boolean;
                             /**
                              * Format: date-time
                              * @example 2026-11-23T05:10:00.000Z
                              */
-                            deletedAt?: string;
+                            deletedAt: string;
                         };
                         /**
                          * Format: date-time
                          * @example 2026-11-23T05:10:00.000Z
                          */
-                        deletedAt?: string;
+                        deletedAt: string;
                         meta: components["schemas"]["MetaDto"];
                     };
                 };
@@ -10416,7 +10640,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10427,7 +10651,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10438,7 +10662,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10449,18 +10673,29 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelopeDto"];
                 };
             };
-            /** @description CONFLICT: Conflict (stale lastModified, dependents, duplicate unique value) */
-            409: {
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10471,9 +10706,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10484,7 +10719,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10495,9 +10730,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {

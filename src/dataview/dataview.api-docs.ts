@@ -5,15 +5,18 @@ import { ApiQuery, type SchemaObject } from '@nestjs/swagger';
 
 const META: SchemaObject = {
   type: 'object',
+  required: ['timestamp', 'requestId'],
   properties: { timestamp: { type: 'string' }, requestId: { type: 'string' } },
 };
 
 export const CONFIG_SCHEMA: SchemaObject = {
   type: 'object',
+  required: ['success', 'data', 'meta'],
   properties: {
-    success: { type: 'boolean', example: true },
+    success: { type: 'boolean', enum: [true], example: true },
     data: {
       type: 'object',
+      required: ['dvc_code', 'dvc_description', 'config'],
       properties: {
         dvc_code: { type: 'string', example: 'customers_grid' },
         dvc_description: { type: 'string', nullable: true, example: 'Customers' },
@@ -31,6 +34,16 @@ export const CONFIG_SCHEMA: SchemaObject = {
 
 const ROW: SchemaObject = {
   type: 'object',
+  title: 'DataviewRow',
+  required: ['lastModified'],
+  properties: {
+    lastModified: {
+      type: 'string',
+      format: 'date-time',
+      nullable: true,
+      description: 'The concurrency token of the row’s record (D42)',
+    },
+  },
   additionalProperties: true,
   description:
     'The key field, every column with a fieldCode the profile lets the caller see (masked as reads mask), ' +
@@ -47,6 +60,9 @@ const ROW: SchemaObject = {
 
 const GROUP: SchemaObject = {
   type: 'object',
+  title: 'DataviewGroup',
+  required: ['key', 'count', 'aggregates'],
+  additionalProperties: false,
   properties: {
     key: { description: 'The group field’s value; null for the rows where it is NULL', example: 'gold' },
     count: { type: 'integer', example: 10 },
@@ -56,11 +72,14 @@ const GROUP: SchemaObject = {
 
 export const DATA_SCHEMA: SchemaObject = {
   type: 'object',
+  required: ['success', 'data', 'meta'],
   properties: {
-    success: { type: 'boolean', example: true },
+    success: { type: 'boolean', enum: [true], example: true },
     data: {
-      description: 'The rows of the page; with groupBy (and no groupKey) the groups, ordered by key',
-      oneOf: [
+      description:
+        'The rows of the page (each with lastModified); with groupBy (and no groupKey) the groups ' +
+        '{key, count, aggregates}, ordered by key. anyOf, not oneOf: an empty page is both.',
+      anyOf: [
         { type: 'array', items: ROW },
         { type: 'array', items: GROUP },
       ],
@@ -72,6 +91,7 @@ export const DATA_SCHEMA: SchemaObject = {
       anyOf: [
         {
           type: 'object',
+          required: ['page', 'pageSize', 'total'],
           properties: {
             page: { type: 'integer', example: 0 },
             pageSize: { type: 'integer', example: 25 },
@@ -80,6 +100,7 @@ export const DATA_SCHEMA: SchemaObject = {
         },
         {
           type: 'object',
+          required: ['pageSize', 'nextCursor'],
           properties: {
             pageSize: { type: 'integer', example: 25 },
             nextCursor: {

@@ -31,7 +31,15 @@ import { RecordCtx } from './entity.decorators';
 import type { RecordContext } from '../records/record-context';
 import { ENTITY_CHAIN, EntityOperation } from './entity.guards';
 
-const WRITE_ERRORS = ['VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT'] as const;
+/** NOT_IMPLEMENTED: an entity of an object or database type the service cannot write (D26). */
+const WRITE_ERRORS = [
+  'VALIDATION_ERROR',
+  'UNAUTHORIZED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'CONFLICT',
+  'NOT_IMPLEMENTED',
+] as const;
 
 /** D42: a written record's new token as its ETag, so the next save can use If-Match. */
 function withEtag(reply: FastifyReply, record: Row): Row {

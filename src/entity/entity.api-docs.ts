@@ -76,11 +76,11 @@ export function successExample(data: unknown): object {
   };
 }
 
-/** `{success, data, meta}` (D16) with `extras` beside data. */
+/** `{success, data, meta}` (D16) with `extras` beside data (always sent). */
 export function successSchema(data: SchemaObject, extras: Record<string, SchemaObject> = {}): SchemaObject {
   return {
     type: 'object',
-    required: ['success', 'data', 'meta'],
+    required: ['success', 'data', ...Object.keys(extras), 'meta'],
     properties: {
       success: { type: 'boolean', enum: [true], example: true },
       data,
@@ -104,6 +104,7 @@ export function deleteSchema(): SchemaObject {
   return successSchema(
     {
       type: 'object',
+      required: ['success', 'deletedAt'],
       properties: {
         success: { type: 'boolean', example: true },
         deletedAt: { type: 'string', format: 'date-time', example: '2026-11-23T05:10:00.000Z' },
@@ -152,8 +153,8 @@ export const LIST_PARAMETERS = [
     name: 'sortOrder',
     in: 'query' as const,
     required: false,
-    description: 'asc or desc (any case)',
-    schema: { type: 'string' as const, enum: ['asc', 'desc'], default: 'asc' },
+    description: 'asc or desc, in any case (DESC, Desc…)',
+    schema: { type: 'string' as const, pattern: '^([Aa][Ss][Cc]|[Dd][Ee][Ss][Cc])$', default: 'asc' },
   },
 ];
 

@@ -57,7 +57,7 @@ export class EntityController {
   @ApiQuery(TEN_ID_PARAMETER)
   @ApiListQuery()
   @ApiOkResponse({ description: 'A page of records as a plain array', schema: ARRAY_SCHEMA })
-  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND')
+  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'NOT_IMPLEMENTED')
   async records(
     @Req() request: FastifyRequest,
     @RecordCtx() ctx: RecordContext,
@@ -78,7 +78,7 @@ export class EntityController {
   @ApiQuery(TEN_ID_PARAMETER)
   @ApiListQuery()
   @ApiOkResponse({ description: 'A page of records as a plain array', schema: ARRAY_SCHEMA })
-  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND')
+  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'NOT_IMPLEMENTED')
   async styleOne(
     @Req() request: FastifyRequest,
     @RecordCtx() ctx: RecordContext,

@@ -62,7 +62,33 @@ describe('entity-document', () => {
         field({ name: 'tier', type: 'select', valueSet: 'customer_tiers' }),
         new Map([['customer_tiers', ['bronze', 'silver', 'gold']]]),
       );
-      expect(s).toMatchObject({ type: 'string', enum: ['bronze', 'silver', 'gold'], nullable: true });
+      // OpenAPI 3.0.3: a nullable enum lists null, or validators refuse the NULL an optional field may hold.
+      expect(s).toMatchObject({ type: 'string', enum: ['bronze', 'silver', 'gold', null], nullable: true });
+    });
+
+    it('should accept in create and update bodies the scalars the records core converts', () => {
+      const schemas = (withEntities(base(), {
+        entities: [
+          entity('gadgets', [
+            field({ name: 'id', type: 'integer', readOnly: true }),
+            field({ name: 'label', type: 'text', required: true }),
+            field({ name: 'size', type: 'integer' }),
+          ]),
+        ],
+        valueSets: new Map(),
+      }).components?.schemas ?? {}) as Record<string, any>;
+      expect(schemas.GadgetInput.properties.label.anyOf).toEqual([
+        { type: 'string' },
+        { type: 'number' },
+        { type: 'boolean' },
+      ]);
+      expect(schemas.GadgetInput.properties.size.anyOf[1]).toEqual({
+        type: 'string',
+        pattern: '^-?\\d{1,16}$',
+      });
+      // D43: the key read may be sent back on update, and only there.
+      expect(schemas.GadgetUpdate.properties.id).toMatchObject({ type: 'integer', readOnly: true });
+      expect(schemas.GadgetInput.properties.id).toBeUndefined();
     });
 
     it('should carry the registry constraints', () => {

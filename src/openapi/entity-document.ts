@@ -1,6 +1,9 @@
 import type { OpenAPIObject, OperationObject, ParameterObject, SchemaObject } from '@nestjs/swagger';
+import { secretInputsOf } from '../records/secret-inputs';
 import type { EntityInfo, FieldDef } from '../registry/registry.types';
 import { deleteSchema, LIST_PARAMETERS, listResultSchema, successSchema } from '../entity/entity.api-docs';
+import { inputFieldSchema } from './entity-input-schema';
+import { withoutPrefilledExamples } from './parameter-examples';
 
 /**
  * The registry's entities in the OpenAPI document: per entity a record schema (`Customer`), a create
@@ -84,7 +87,11 @@ export function fieldSchema(field: FieldDef, valueSets: Map<string, string[]>): 
   if (field.unique) s.description = s.description ? `${s.description}; unique` : 'Unique in the tenant';
   if (field.readOnly) s.readOnly = true;
   // The key is set by the service and always answered; other optional fields may be NULL.
-  if (!field.required && !field.readOnly && field.type !== 'json') s.nullable = true;
+  if (!field.required && !field.readOnly && field.type !== 'json') {
+    s.nullable = true;
+    // OpenAPI 3.0.3: an enum of a nullable schema lists null itself.
+    if (s.enum) s.enum = [...(s.enum as unknown[]), null];
+  }
   return s;
 }
 
@@ -106,6 +113,17 @@ function entitySchemas(
   const writable = visible.filter((f) => !f.readOnly);
   const props = (fields: FieldDef[]): Record<string, SchemaObject> =>
     Object.fromEntries(fields.map((f) => [f.name, fieldSchema(f, valueSets)]));
+  const inputs = (fields: FieldDef[]): Record<string, SchemaObject> =>
+    Object.fromEntries(fields.map((f) => [f.name, inputFieldSchema(f, fieldSchema(f, valueSets))]));
+  // D43: an update may send back what a read showed (the key, masked values); an unchanged echo is ignored.
+  const echoes = Object.fromEntries(
+    visible
+      .filter((f) => f.readOnly)
+      .map((f) => [
+        f.name,
+        { ...fieldSchema(f, valueSets), description: 'As read; ignored when unchanged (D43), else 400' },
+      ]),
+  );
   const title = entity.description ?? entity.code;
   const lastModified: SchemaObject = {
     type: 'string',
@@ -113,6 +131,20 @@ function entitySchemas(
     description: 'The concurrency token (D24, D42): send it back on PUT, or as If-Match',
   };
   const required = writable.filter((f) => f.required).map((f) => f.name);
+  // Write-only inputs (users.password): accepted on create and update, stored transformed, never answered.
+  const secrets: Record<string, SchemaObject> = Object.fromEntries(
+    secretInputsOf(entity).map((s) => [
+      s.input,
+      {
+        type: 'string',
+        format: 'password',
+        writeOnly: true,
+        minLength: s.minLength,
+        maxLength: s.maxLength,
+        description: `Write-only: stored as a hash in ${s.field}, never answered`,
+      },
+    ]),
+  );
   return {
     read: {
       type: 'object',
@@ -126,7 +158,7 @@ function entitySchemas(
     input: {
       type: 'object',
       title: `${title} (create)`,
-      properties: props(writable),
+      properties: { ...inputs(writable), ...secrets },
       ...(required.length > 0 ? { required } : {}),
       additionalProperties: false,
     },
@@ -134,7 +166,13 @@ function entitySchemas(
       type: 'object',
       title: `${title} (update)`,
       description: 'The changed fields and lastModified as read (or send the If-Match header instead)',
-      properties: { ...props(writable), lastModified },
+      // A record never saved by the service reads lastModified null, and that is its token (D42).
+      properties: {
+        ...echoes,
+        ...inputs(writable),
+        ...secrets,
+        lastModified: { ...lastModified, nullable: true },
+      },
       additionalProperties: false,
     },
   };
@@ -166,7 +204,10 @@ function filtersParameter(entity: EntityInfo, valueSets: Map<string, string[]>):
         const s = fieldSchema(f, valueSets);
         return [
           f.name,
-          { type: s.type === 'string' ? 'string' : s.type, ...(s.enum ? { enum: s.enum } : {}) },
+          {
+            type: s.type === 'string' ? 'string' : s.type,
+            ...(s.enum ? { enum: s.enum.filter((v) => v !== null) } : {}),
+          },
         ];
       }),
   );
@@ -239,6 +280,8 @@ export function withEntities(base: OpenAPIObject, catalog: EntityCatalog): OpenA
       op.tags = [entity.code];
       op.parameters = withoutEntityCode(op);
       (op as unknown as Record<string, unknown>)[ENTITY_EXTENSION] = entity.code;
+      // Only supported entities get typed paths: the generic routes' 501 (D26) cannot happen here.
+      delete op.responses['501'];
       return op;
     };
     const list = make(
@@ -263,10 +306,14 @@ export function withEntities(base: OpenAPIObject, catalog: EntityCatalog): OpenA
     setJsonSchema(update.requestBody, ref(names.update));
     setJsonSchema(update.responses['200'], successSchema(ref(names.read)));
     const remove = make(item.delete, ids.delete, `Soft-delete a ${singular(entity.code)} record`);
+    // 409 on create is a unique value held by a concurrent write, on delete a restricting dependent:
+    // an entity with neither cannot answer it.
+    if (!entity.fields.some((f) => f.unique)) delete create.responses['409'];
+    if (!entity.relations.some((r) => r.onDelete === 'restrict')) delete remove.responses['409'];
     setJsonSchema(remove.responses['200'], deleteSchema());
 
     doc.paths[`/api/v1/${entity.code}`] = { get: list, post: create };
     doc.paths[`/api/v1/${entity.code}/{id}`] = { get, put: update, delete: remove };
   }
-  return doc;
+  return withoutPrefilledExamples(doc);
 }

@@ -10,6 +10,7 @@ import {
   TENANT_HEADER_SCHEME,
 } from '../common/http/api-docs';
 import { codeForStatus, ErrorCode } from '../common/errors/error-codes';
+import { withoutPrefilledExamples } from './parameter-examples';
 
 const ERROR_ENVELOPE_REF = '#/components/schemas/ErrorEnvelopeDto';
 
@@ -117,7 +118,8 @@ function mergeErrors(op: OperationObject, codes: ErrorCode[]): void {
  *   the tenant rate limit (429) on protected routes, the address limit (429) on public ones, 413/415
  *   on bodies; error bodies are JSON whatever the success media type;
  * - `x-request-id` on every answer, `x-ratelimit-remaining` on protected successes, ETag where
- *   If-None-Match applies.
+ *   If-None-Match applies;
+ * - no parameter example that Swagger UI would send as a value (parameter-examples.ts).
  */
 export function finishDocument(doc: OpenAPIObject): OpenAPIObject {
   doc.tags = [...MODULE_TAGS];
@@ -149,7 +151,9 @@ export function finishDocument(doc: OpenAPIObject): OpenAPIObject {
         'RATE_LIMITED',
       );
     else if (isTenant) codes.push('RATE_LIMITED');
-    if (op.requestBody) codes.push('VALIDATION_ERROR', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE');
+    // Every method that may carry a body has it read (and refused) before the route, documented or not.
+    if (op.requestBody || !['get', 'head'].includes(method))
+      codes.push('VALIDATION_ERROR', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE');
     // Node refuses a head over maxHeaderSize before any route, in the envelope too (client-errors.hook.ts).
     if (!Object.keys(op.responses).some((s) => s.startsWith('4')) || !isTenant)
       codes.push('HEADERS_TOO_LARGE');
@@ -196,5 +200,5 @@ export function finishDocument(doc: OpenAPIObject): OpenAPIObject {
         };
     }
   }
-  return doc;
+  return withoutPrefilledExamples(doc);
 }

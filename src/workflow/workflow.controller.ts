@@ -18,7 +18,7 @@ import {
 } from '../common/decorators/context.decorators';
 import { NotFoundError, ValidationError, type FieldError } from '../common/errors/app-error';
 import { parseRecordId } from '../records/values';
-import { ApiErrors } from '../common/http/api-docs';
+import { ApiErrors, envelopeSchema } from '../common/http/api-docs';
 import { Enveloped } from '../common/http/envelope';
 import type { AuthUser, TenantContext } from '../common/request-context';
 import { WorkflowDefinitionsService, type WorkflowSummary } from './definition/workflow-definitions.service';
@@ -35,6 +35,7 @@ import {
   START_SCHEMA,
   LOG_SCHEMA,
   MAX_TEXT,
+  PAGE_EXTRAS,
   WORKFLOW_SCHEMA,
 } from './workflow.api-docs';
 
@@ -109,7 +110,7 @@ export class WorkflowController {
     operationId: 'listWorkflows',
     summary: "The tenant's and the system's workflow definitions, every version",
   })
-  @ApiOkResponse({ schema: { type: 'array', items: WORKFLOW_SCHEMA } })
+  @ApiOkResponse({ schema: envelopeSchema({ type: 'array', items: WORKFLOW_SCHEMA }) })
   @ApiErrors('UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED')
   async list(@CurrentTenant() tenant: TenantContext): Promise<WorkflowSummary[]> {
     return this.definitions.list(tenant.id);
@@ -130,8 +131,8 @@ export class WorkflowController {
     schema: { type: 'integer', minimum: 1, maximum: 100, default: 25 },
   })
   @ApiOkResponse({
-    description: 'data: instances; count, total, page, pageSize beside it',
-    schema: { type: 'array', items: INSTANCE_SCHEMA },
+    description: 'data: instances, newest first; count, total, page, pageSize beside it',
+    schema: envelopeSchema({ type: 'array', items: INSTANCE_SCHEMA }, undefined, PAGE_EXTRAS),
   })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED')
   async instancesList(
@@ -184,7 +185,7 @@ export class WorkflowController {
   @ApiResponse({
     status: 202,
     description: 'Queued: the instance (status PENDING) and its instanceId',
-    schema: START_SCHEMA,
+    schema: envelopeSchema(START_SCHEMA),
   })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
   async start(
@@ -215,7 +216,7 @@ export class WorkflowController {
     summary: 'An instance: status, current step, context, node states',
   })
   @ApiParam({ name: 'id', schema: { type: 'integer', minimum: 1, example: 1 } })
-  @ApiOkResponse({ schema: INSTANCE_SCHEMA })
+  @ApiOkResponse({ schema: envelopeSchema(INSTANCE_SCHEMA) })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
   async get(@CurrentTenant() tenant: TenantContext, @Param('id') id: string): Promise<InstanceView> {
     return this.instances.get(tenant.id, parseInstanceId(id), true);
@@ -239,7 +240,7 @@ export class WorkflowController {
     required: false,
     schema: { type: 'integer', minimum: 1, maximum: 500, default: 100 },
   })
-  @ApiOkResponse({ schema: { type: 'array', items: LOG_SCHEMA } })
+  @ApiOkResponse({ schema: envelopeSchema({ type: 'array', items: LOG_SCHEMA }) })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
   async logs(
     @CurrentTenant() tenant: TenantContext,

@@ -168,10 +168,15 @@ describe('OpenAPI document (/api-docs/json)', () => {
   it('should type the registry’s entities: customers and orders with enums from their value sets', async () => {
     const d = await doc();
     const s = d.components.schemas;
-    expect(s.Customer.properties.tier).toMatchObject({ type: 'string', enum: ['bronze', 'silver', 'gold'] });
+    // An optional select field may hold NULL: OpenAPI 3.0.3 wants null in the enum of a nullable schema.
+    expect(s.Customer.properties.tier).toMatchObject({
+      type: 'string',
+      nullable: true,
+      enum: ['bronze', 'silver', 'gold', null],
+    });
     expect(s.Customer.properties.email).toMatchObject({ type: 'string', format: 'email' });
     expect(s.CustomerInput.required).toEqual(['name', 'email']);
-    expect(s.Order.properties.status.enum).toEqual(['new', 'paid', 'shipped', 'cancelled']);
+    expect(s.Order.properties.status.enum).toEqual(['new', 'paid', 'shipped', 'cancelled', null]);
     expect(s.OrderInput.required).toEqual(['customer_id', 'amount']);
     // users.password_hash is hidden: never in the document.
     expect(s.User.properties.password_hash).toBeUndefined();

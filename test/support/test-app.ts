@@ -4,12 +4,15 @@ import { randomBytes } from 'node:crypto';
 import { createApp } from '../../src/bootstrap';
 import { AppConfig, loadConfig } from '../../src/config/config.schema';
 import { StartupService } from '../../src/health/startup.service';
+import { ContractRecorder, installContractHook } from './contract/contract-recorder';
 import { createTestDatabase, TEST_SECRETS, testCacheUrl, TestDatabase } from './test-database';
 
 export interface TestApp {
   app: NestFastifyApplication;
   config: AppConfig;
   db: TestDatabase;
+  /** The contract check of every answer (CONTRACT_CHECK=1, or the option), else undefined. */
+  contract?: ContractRecorder;
   close(): Promise<void>;
 }
 
@@ -19,6 +22,15 @@ export interface TestAppOptions {
   extraModules?: Type[];
   /** Wait until start-up has finished (default true). */
   waitForStartup?: boolean;
+  /** Check every answer against the served OpenAPI document (default: CONTRACT_CHECK=1). */
+  contract?: boolean;
+  /** Runs after createApp and before init: Fastify hooks of a test (fault injection) go here. */
+  beforeInit?: (app: NestFastifyApplication) => void;
+}
+
+/** CONTRACT_CHECK=1: every e2e app checks its answers against its document and fails on a violation. */
+export function contractCheckEnabled(): boolean {
+  return /^(1|true|yes)$/i.test(process.env.CONTRACT_CHECK ?? '');
 }
 
 /**
@@ -45,17 +57,30 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     ...options.env,
   });
   const app = await createApp(config, { logger: false, extraModules: options.extraModules });
+  const contract = (options.contract ?? contractCheckEnabled()) ? new ContractRecorder() : undefined;
+  if (contract) installContractHook(app.getHttpAdapter().getInstance(), contract);
+  options.beforeInit?.(app);
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   if (options.waitForStartup !== false) await app.get(StartupService).settled();
+  if (contract) await contract.attachWhenReady(app.getHttpAdapter().getInstance());
   return {
     app,
     config,
     db,
+    contract,
     close: async () => {
+      // An app started behind its readiness gate reads its document once it has passed it.
+      if (contract && !contract.attached) await contract.attachWhenReady(app.getHttpAdapter().getInstance());
       app.get(StartupService).stop();
       await app.close();
       await db.drop();
+      if (contract) contract.save(options.label);
+      if (contract && contract.violations.length > 0 && options.contract === undefined)
+        throw new Error(
+          `${options.label}: ${contract.violations.length} answers violate the OpenAPI document ` +
+            `(CONTRACT_CHECK):\n${contract.report()}`,
+        );
     },
   };
 }

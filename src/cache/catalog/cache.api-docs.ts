@@ -69,10 +69,13 @@ export class ClearCacheDto {
   scope?: ClearScope;
 
   @ApiPropertyOptional({
-    type: String,
-    example: '2',
+    // A JSON number is accepted as well as the digits (the same id either way).
+    oneOf: [
+      { type: 'string', pattern: '^\\d{1,15}$', example: '2' },
+      { type: 'integer', minimum: 0, maximum: 999_999_999_999_999, example: 2 },
+    ],
     description:
-      "Only this tenant's keys. Without it a system administrator (admin:system) clears every tenant's keys " +
+      "A tenant id, as digits or a number: only this tenant's keys. Without it a system administrator (admin:system) clears every tenant's keys " +
       "and anyone else its own tenant's; another tenant's id needs admin:system (403 otherwise).",
   })
   @IsOptional()

@@ -29,10 +29,12 @@ const TIMESTAMP_EXAMPLE = '2026-11-21T12:00:00.000Z';
 
 /** `x-request-id` (D19): on every answer, the client's own when sane, else a generated UUID. */
 export const REQUEST_ID_HEADER = {
+  required: true,
   description: 'The request id (D19): the x-request-id sent, when sane, else a generated UUID',
   schema: { type: 'string', example: REQUEST_ID_EXAMPLE },
 };
 export const RETRY_AFTER_HEADER = {
+  required: true,
   description: 'Seconds to wait before retrying',
   schema: { type: 'integer', minimum: 1, example: 5 },
 };
@@ -287,11 +289,11 @@ export function ApiEnvelope(
   );
 }
 
-/** `{success: true, data, meta}` around a `data` schema (D16). */
+/** `{success: true, data, meta}` around a `data` schema (D16); `extras` are always sent beside it. */
 export function envelopeSchema(data: object, example?: unknown, extras: Record<string, object> = {}): object {
   return {
     type: 'object',
-    required: ['success', 'data', 'meta'],
+    required: ['success', 'data', ...Object.keys(extras), 'meta'],
     properties: {
       success: { type: 'boolean', enum: [true], example: true },
       data: example === undefined ? data : { ...data, ...('$ref' in data ? {} : { example }) },
