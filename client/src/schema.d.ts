@@ -4674,7 +4674,7 @@ export interface operations {
             202: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -4786,7 +4786,7 @@ export interface operations {
             409: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4870,6 +4870,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `42` */
                 jobId: number;
             };
             cookie?: never;
@@ -4879,7 +4880,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -4947,7 +4948,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4958,7 +4959,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4969,7 +4970,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4980,7 +4981,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4991,9 +4992,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5004,7 +5005,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5015,9 +5016,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5031,6 +5032,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description Example: `42` */
                 jobId: number;
             };
             cookie?: never;
@@ -5040,7 +5042,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
                     "x-ratelimit-remaining"?: number;
                     [name: string]: unknown;
@@ -5108,7 +5110,7 @@ export interface operations {
             400: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5119,7 +5121,7 @@ export interface operations {
             401: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5130,7 +5132,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5141,7 +5143,29 @@ export interface operations {
             404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5152,9 +5176,9 @@ export interface operations {
             429: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5165,7 +5189,7 @@ export interface operations {
             500: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5176,9 +5200,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id"?: string;
+                    "x-request-id": string;
                     /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
