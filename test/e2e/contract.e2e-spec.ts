@@ -34,6 +34,7 @@ describe('OpenAPI contract: every operation, every documented status', () => {
   let main: TestApp;
   let limited: TestApp;
   let gated: TestApp;
+  let jobs: TestApp;
   let recorders: ContractRecorder[] = [];
   const ids: Record<string, number> = {};
   let token = '';
@@ -101,6 +102,13 @@ describe('OpenAPI contract: every operation, every documented status', () => {
         EXPORT_DIR: exportDir,
       },
     });
+    // Exports as jobs no worker runs: the route answers 202 once its short wait is over, and a job
+    // cancelled while its request waits makes that request a 409.
+    jobs = await startTestApp({
+      label: 'contract_jobs',
+      contract: true,
+      env: { ...quiet, EXPORT_DIR: exportDir, JOB_WORKER: 'off', EXPORT_WAIT_MS: '300' },
+    });
     const closed = await freePort();
     const gateRecorder = new ContractRecorder();
     gated = await startTestApp({
@@ -116,7 +124,7 @@ describe('OpenAPI contract: every operation, every documented status', () => {
     });
     // Its own /api-docs/json waits behind the readiness gate: the main app serves the same document.
     await gateRecorder.attach(main.app.getHttpAdapter().getInstance());
-    recorders = [main.contract!, limited.contract!, gateRecorder];
+    recorders = [main.contract!, limited.contract!, jobs.contract!, gateRecorder];
     // Its public budget is one request: the sign-in spends it, every later public request is a 429.
     limitedToken = (await signin(limited.app, TENANT.acme, 'admin@acme.test')).token;
     token = (await signin(main.app, TENANT.acme, 'admin@acme.test')).token;
@@ -130,6 +138,7 @@ describe('OpenAPI contract: every operation, every documented status', () => {
   }, 120_000);
 
   afterAll(async () => {
+    await jobs?.close();
     await gated?.close();
     await limited?.close();
     await main?.close();
@@ -349,6 +358,35 @@ describe('OpenAPI contract: every operation, every documented status', () => {
     );
     expect((await signin(main.app, TENANT.acme, 'admin@acme.test', 'wrong-password')).status).toBe(401);
   }, 120_000);
+
+  it('should answer the export job statuses: 202 and its job, cancel, and 409 for a wait cut short', async () => {
+    const admin = authHeaders(TENANT.acme, (await signin(jobs.app, TENANT.acme, 'admin@acme.test')).token);
+    const exportCsv = () =>
+      send(jobs, 'POST', '/api/v1/dataviews/customers_grid/export', admin, { format: 'csv' });
+    const queued = await exportCsv();
+    expect(queued.status).toBe(202);
+    const jobId = queued.json.data.jobId as number;
+    expect((await send(jobs, 'GET', `/api/v1/exports/${jobId}`, admin)).status).toBe(200);
+    expect((await send(jobs, 'POST', `/api/v1/exports/${jobId}/cancel`, admin)).status).toBe(200);
+
+    // A request still waiting for its job when the job is cancelled.
+    const ds = jobs.app.get(DatabaseService).dataSource;
+    const before = await ds.query<Array<{ id: number }>>('SELECT MAX(job_id) AS id FROM app_jobs');
+    const waiting = send(jobs, 'POST', '/api/v1/dataviews/customers_grid/export', admin, { format: 'csv' });
+    let next = 0;
+    await waitFor(
+      async () => {
+        const rows = await ds.query<Array<{ id: number }>>('SELECT MAX(job_id) AS id FROM app_jobs');
+        next = Number(rows[0]?.id ?? 0);
+        return next > Number(before[0]?.id ?? 0);
+      },
+      10_000,
+      5,
+    );
+    await send(jobs, 'POST', `/api/v1/exports/${next}/cancel`, admin);
+    const cut = await waiting;
+    expect([cut.status, cut.json.error?.code]).toEqual([409, 'CONFLICT']);
+  });
 
   it('should answer the error statuses every operation documents', async () => {
     const ops = [...main.contract!.document.documented().keys()];
