@@ -6,7 +6,7 @@ import type { AuthUser, TenantContext } from '../common/request-context';
 import { TenantConfigService, TenantConfigView } from '../tenant/tenant-config.service';
 import { TenantLookupService } from '../tenant/tenant-lookup.service';
 import type { ProfileDto, SigninDto, SigninResponseDto } from './auth.dto';
-import { hashPassword, verifyPassword } from './password';
+import { hashPassword, verifyPassword } from '../common/crypto/password';
 import { RevocationService } from './revocation.service';
 import { SigninThrottle } from './signin-throttle';
 import { TokenService } from './token.service';

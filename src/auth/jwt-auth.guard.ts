@@ -7,7 +7,7 @@ import { AppError, AuthorizationError } from '../common/errors/app-error';
 import { setLogContext } from '../common/logging';
 import type { AuthUser } from '../common/request-context';
 import { describeDatabaseError } from '../database/dialect/driver-errors';
-import { hasPermission } from './permissions';
+import { hasPermission } from '../profile/access/permissions';
 import { RevocationService } from './revocation.service';
 import { TokenService } from './token.service';
 import { isUserState, UserState, userStateOf } from './user-state';

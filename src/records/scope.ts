@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { isSystemAdmin } from '../auth/permissions';
+import { isSystemAdmin } from '../profile/access/permissions';
 import type { AuthUser } from '../common/request-context';
 import type { EntityPolicy, TenantMode } from '../profile/policy/policy.model';
 import { compileRowFilter, RowFilter } from '../profile/row-filter';

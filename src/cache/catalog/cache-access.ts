@@ -1,4 +1,4 @@
-import { hasPermission, isSystemAdmin } from '../../auth/permissions';
+import { hasPermission, isSystemAdmin } from '../../profile/access/permissions';
 import { AuthorizationError } from '../../common/errors/app-error';
 import type { AuthUser } from '../../common/request-context';
 
