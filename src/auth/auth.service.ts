@@ -1,5 +1,5 @@
+import { errorMessage } from '../common/errors/error-message';
 import { Injectable, Logger } from '@nestjs/common';
-import { errorMessage } from '../cache/cache.service';
 import { AppError, NotFoundError } from '../common/errors/app-error';
 import { SerializedJson } from '../common/serialized-json';
 import type { AuthUser, TenantContext } from '../common/request-context';

@@ -1,6 +1,7 @@
+import { errorMessage } from '../common/errors/error-message';
 import { CanActivate, ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { CacheService, errorMessage } from '../cache/cache.service';
+import { CacheService } from '../cache/cache.service';
 import { CACHE_TTL } from '../cache/cache-keys';
 import { routePolicy } from '../common/http/route-policy';
 import { AppError, AuthorizationError } from '../common/errors/app-error';

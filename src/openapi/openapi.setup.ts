@@ -1,3 +1,4 @@
+import { errorMessage } from '../common/errors/error-message';
 import { Logger } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
@@ -56,7 +57,7 @@ export class OpenApiDocuments {
       return doc;
     } catch (err) {
       this.logger.warn(
-        { err: err instanceof Error ? err.message : String(err) },
+        { err: errorMessage(err) },
         'OpenAPI: the entity catalog could not be read; serving the document without per-entity paths',
       );
       return this.cached?.doc ?? this.base;

@@ -1,3 +1,4 @@
+import { errorMessage } from '../common/errors/error-message';
 import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel';
 import { Injectable, Logger } from '@nestjs/common';
 import type { DataSource, QueryRunner } from 'typeorm';
@@ -123,7 +124,7 @@ export class RecordsWriteRepository {
             await config.commitTransaction();
           } catch (err) {
             this.logger.error(
-              { err: err instanceof Error ? err.message : String(err) },
+              { err: errorMessage(err) },
               'Entity change committed, its audit row in the configuration database was not',
             );
           }
@@ -198,7 +199,7 @@ export class RecordsWriteRepository {
         await tx.data.query(statement.sql, statement.params);
       } catch (err) {
         // A connection that cannot release its lock is broken; the server frees it when it closes.
-        this.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'Lock release failed');
+        this.logger.warn({ err: errorMessage(err) }, 'Lock release failed');
       }
     }
   }

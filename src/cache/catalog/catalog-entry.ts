@@ -1,4 +1,4 @@
-import { errorMessage } from '../cache.service';
+import { errorMessage } from '../../common/errors/error-message';
 import { EntityPolicy, normalisePolicy } from '../../profile/policy/policy.model';
 import type { CatalogProfileRow } from './profile-catalog.repository';
 

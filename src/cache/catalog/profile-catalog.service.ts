@@ -1,8 +1,9 @@
+import { errorMessage } from '../../common/errors/error-message';
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { StartupService } from '../../health/startup.service';
 import { RegistryService } from '../../registry/registry.service';
 import { CACHE_TTL } from '../cache-keys';
-import { CacheService, errorMessage } from '../cache.service';
+import { CacheService } from '../cache.service';
 import { CollectionEvent, CollectionEventSource, CollectionEventsService } from '../collection-events';
 import { CatalogEntry, catalogEntry, CatalogFailure, isCatalogEntry } from './catalog-entry';
 import { CATALOG_SOURCE_TABLES, ProfileCatalogRepository } from './profile-catalog.repository';

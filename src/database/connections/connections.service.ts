@@ -4,7 +4,8 @@ import { AuthorizationError, ServiceError } from '../../common/errors/app-error'
 import type { AppConfig, DatabaseConfig } from '../../config/config.schema';
 import { InjectConfig } from '../../config/inject-config.decorator';
 import { DatabaseService } from '../database.service';
-import { errorText, retryConnect } from './connect-retry';
+import { errorMessage } from '../../common/errors/error-message';
+import { retryConnect } from './connect-retry';
 import { decryptConnectionString } from './connection-string.crypto';
 import {
   connectionTypeProblem,
@@ -150,7 +151,7 @@ export class ConnectionsService implements OnApplicationShutdown {
       entry.target = describeTarget(db);
     } catch (err) {
       entry.state = 'skipped';
-      entry.reason = errorText(err);
+      entry.reason = errorMessage(err);
       this.logger.error(`Connection ${code} (${owner}) skipped: ${entry.reason}`);
       return entry;
     }
@@ -191,7 +192,7 @@ export class ConnectionsService implements OnApplicationShutdown {
       this.logger.log(`Connection ${code} open: ${entry.target} (attempt ${attempts})`);
     } catch (err) {
       entry.state = 'failed';
-      entry.reason = errorText(err);
+      entry.reason = errorMessage(err);
     }
     return entry;
   }
@@ -208,13 +209,13 @@ export class ConnectionsService implements OnApplicationShutdown {
     try {
       url = decryptConnectionString(stored, this.config.crypto.connectionEncryptionKey);
     } catch (err) {
-      throw new Error(`con_connection_string ${errorText(err)}`);
+      throw new Error(`con_connection_string ${errorMessage(err)}`);
     }
     let parsed;
     try {
       parsed = parseConnectionUrl(url);
     } catch (err) {
-      throw new Error(`con_connection_string: ${errorText(err)}`);
+      throw new Error(`con_connection_string: ${errorMessage(err)}`);
     }
     const typeProblem = connectionTypeProblem(String(row.con_connection_type ?? ''), parsed.type);
     if (typeProblem) throw new Error(typeProblem);

@@ -1,7 +1,7 @@
+import { errorMessage } from '../../common/errors/error-message';
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { Readable, Writable } from 'node:stream';
-import { errorMessage } from '../../cache/cache.service';
 import type { AppConfig } from '../../config/config.schema';
 import { APP_CONFIG } from '../../config/config.module';
 import { DatabaseService } from '../../database/database.service';
