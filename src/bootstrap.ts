@@ -8,7 +8,7 @@ import { AppModule } from './app.module';
 import { installCors } from './common/http/cors.hook';
 import { installDirectRoutes } from './common/http/direct-routes.hook';
 import { envelopedRoutes, installEnvelope } from './common/http/envelope.hook';
-import { clientErrorHandler, frameworkErrorHandler } from './common/http/client-errors.hook';
+import { clientErrorHandler, frameworkErrorHandler } from './http/client-errors.hook';
 import { installBodyParsers } from './common/http/json-body.hook';
 import { installOverloadProtection } from './common/http/overload.hook';
 import { requestIdFor } from './common/http/request-id';

@@ -5,7 +5,8 @@ import { NotReadyError } from '../common/errors/app-error';
 import { errorBody } from '../common/http/envelope';
 import { requestScope } from '../common/request-scope';
 import { MetricsService } from './metrics.service';
-import { PROBE_PATHS, ReadinessService } from './readiness.service';
+import { PROBE_PATHS } from '../common/http/probe-paths';
+import { ReadinessService } from './readiness.service';
 
 function isProbe(url: string): boolean {
   const q = url.indexOf('?');

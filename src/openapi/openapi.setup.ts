@@ -4,7 +4,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { CollectionEventsService } from '../cache/collection-events';
-import { CATALOG_SOURCE_TABLES } from '../cache/catalog/profile-catalog.repository';
+import { CATALOG_SOURCE_TABLES } from '../catalog/profile-catalog.repository';
 import type { AppConfig } from '../config/config.schema';
 import { APP_CONFIG } from '../config/config.module';
 import { DatabaseService } from '../database/database.service';

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { DatabaseService } from '../../database/database.service';
-import { columnText } from '../../database/raw-values';
+import { DatabaseService } from '../database/database.service';
+import { columnText } from '../database/raw-values';
 
 /** A live, active row of app_object_profiles as the catalog reads it (spec §2.6). */
 export interface CatalogProfileRow {
