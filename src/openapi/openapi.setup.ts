@@ -8,6 +8,7 @@ import { CATALOG_SOURCE_TABLES } from '../catalog/profile-catalog.repository';
 import type { AppConfig } from '../config/config.schema';
 import { APP_CONFIG } from '../config/config.module';
 import { DatabaseService } from '../database/database.service';
+import { SYSTEM_ONLY } from '../database/scope/tenant-rows';
 import { RegistryService } from '../registry/registry.service';
 import { encryptTenantHeader } from '../tenant/tenant-header.crypto';
 import { EntityCatalog, withEntities } from './entity-document';
@@ -70,9 +71,8 @@ async function loadCatalog(
   registry: RegistryService,
   repository: OpenApiCatalogRepository,
 ): Promise<EntityCatalog> {
-  const SYSTEM = '0';
-  const codes = await registry.listCodes(SYSTEM);
-  const entities = (await Promise.all(codes.map((code) => registry.resolve(SYSTEM, code)))).filter(
+  const codes = await registry.listCodes(SYSTEM_ONLY);
+  const entities = (await Promise.all(codes.map((code) => registry.resolve(SYSTEM_ONLY, code)))).filter(
     (e): e is NonNullable<typeof e> => e !== undefined,
   );
   return { entities, valueSets: await repository.systemValueSets() };

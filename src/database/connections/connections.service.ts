@@ -6,6 +6,9 @@ import { InjectConfig } from '../../config/inject-config.decorator';
 import { DatabaseService } from '../database.service';
 import { errorMessage } from '../../common/errors/error-message';
 import { retryConnect } from './connect-retry';
+import { everyTenantConfigRows } from '../scope/tenant-rows';
+
+const CONNECTION_TABLE = { table: 'app_connections', prefix: 'con' };
 import { decryptConnectionString } from './connection-string.crypto';
 import {
   connectionTypeProblem,
@@ -117,16 +120,12 @@ export class ConnectionsService implements OnApplicationShutdown {
   }
 
   private async readRows(): Promise<ConnectionRow[]> {
-    return this.database.dataSource
-      .createQueryBuilder()
-      .from('app_connections', 'c')
+    return everyTenantConfigRows(this.database.dataSource, CONNECTION_TABLE, 'c')
       .select('c.con_id', 'con_id')
       .addSelect('c.con_tenant_id', 'con_tenant_id')
       .addSelect('c.con_code', 'con_code')
       .addSelect('c.con_connection_string', 'con_connection_string')
       .addSelect('c.con_connection_type', 'con_connection_type')
-      .where('(c.con_is_deleted = :notDeleted OR c.con_is_deleted IS NULL)', { notDeleted: false })
-      .andWhere('COALESCE(c.con_status, 1) = 1')
       .orderBy('c.con_id')
       .getRawMany<ConnectionRow>();
   }
