@@ -3,7 +3,7 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**', 'eslint.config.mjs', 'jest.config.js', 'jest.browser.config.js', 'scripts/**/*.js', 'scripts/**/*.mjs',
+  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**', 'eslint.config.mjs', 'jest.config.js', 'jest.browser.config.js', '.dependency-cruiser.cjs', 'scripts/**/*.js', 'scripts/**/*.mjs',
     // client/: the build output, its scripts, and the types openapi-typescript generates.
     'client/dist/**', 'client/scripts/**/*.js', 'client/src/schema.d.ts'] },
   eslint.configs.recommended,

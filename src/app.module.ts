@@ -5,9 +5,10 @@ import { AuthModule } from './auth/auth.module';
 import { SignupModule } from './auth/signup.module';
 import { JwtAuthGuard } from './auth/jwt-auth.guard';
 import { CacheModule } from './cache/cache.module';
+import { CatalogModule } from './catalog/catalog.module';
 import { ConfigDeliveryModule } from './config-delivery/config-delivery.module';
-import { AddressLimitGuard } from './common/http/address-limit.guard';
-import { AllExceptionsFilter } from './common/http/all-exceptions.filter';
+import { AddressLimitGuard } from './http/address-limit.guard';
+import { AllExceptionsFilter } from './http/all-exceptions.filter';
 import { createValidationPipe } from './common/http/validation.pipe';
 import { pinoParams } from './common/logging';
 import type { AppConfig } from './config/config.schema';
@@ -45,6 +46,7 @@ export class AppModule {
         SignupModule,
         RegistryModule,
         ProfileModule,
+        CatalogModule,
         EntityModule,
         DataviewModule,
         WorkflowModule,

@@ -8,7 +8,7 @@ import { AppModule } from './app.module';
 import { installCors } from './common/http/cors.hook';
 import { installDirectRoutes } from './common/http/direct-routes.hook';
 import { envelopedRoutes, installEnvelope } from './common/http/envelope.hook';
-import { clientErrorHandler, frameworkErrorHandler } from './common/http/client-errors.hook';
+import { clientErrorHandler, frameworkErrorHandler } from './http/client-errors.hook';
 import { installBodyParsers } from './common/http/json-body.hook';
 import { DEFAULT_JSON_MAX_DEPTH } from './common/http/json-depth';
 import { installOverloadProtection } from './common/http/overload.hook';
@@ -17,7 +17,8 @@ import { requestIdFor } from './common/http/request-id';
 import { installAccessLog, pinoParams, QuietFrameworkLogger } from './common/logging';
 import type { AppConfig } from './config/config.schema';
 import { MetricsService } from './health/metrics.service';
-import { PROBE_PATHS, ReadinessService } from './health/readiness.service';
+import { PROBE_PATHS } from './common/http/probe-paths';
+import { ReadinessService } from './health/readiness.service';
 import { setupSwagger } from './openapi/openapi.setup';
 
 /**

@@ -1,3 +1,4 @@
+import { errorMessage } from './common/errors/error-message';
 import { Logger } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { AppConfig } from './config/config.schema';
@@ -65,7 +66,7 @@ export function exitGracefullyOnSignals(app: NestFastifyApplication, config: App
     run().then(
       () => process.exit(0),
       (err: unknown) => {
-        logger.error(`Shutdown failed: ${err instanceof Error ? err.message : String(err)}`);
+        logger.error(`Shutdown failed: ${errorMessage(err)}`);
         process.exit(1);
       },
     );

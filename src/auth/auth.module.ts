@@ -4,10 +4,12 @@ import { createSecretKey } from 'node:crypto';
 import type { AppConfig } from '../config/config.schema';
 import { APP_CONFIG } from '../config/config.module';
 import { HealthModule } from '../health/health.module';
+import { RecordsModule } from '../records/records.module';
 import { TenantModule } from '../tenant/tenant.module';
 import { AuthController } from './auth.controller';
 import { AuthService } from './auth.service';
 import { JwtAuthGuard } from './jwt-auth.guard';
+import { RecordsHooksRegistrar } from './records-hooks.registrar';
 import { RevocationPurgeService } from './revocation-purge.service';
 import { RevocationService } from './revocation.service';
 import { RevocationsRepository } from './revocations.repository';
@@ -27,6 +29,8 @@ import { UsersRepository } from './users.repository';
     TenantModule,
     // StartupService: the revocation purge runs as a bootstrap step, after the database is ready.
     HealthModule,
+    // The records core: auth registers the acting-user lookup and the session revoker with it.
+    RecordsModule,
     JwtModule.registerAsync({
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => ({
@@ -50,6 +54,7 @@ import { UsersRepository } from './users.repository';
     RevocationService,
     RevocationPurgeService,
     RoleChangeSubscriber,
+    RecordsHooksRegistrar,
   ],
   exports: [TokenService, UsersRepository, JwtAuthGuard, AuthService, RevocationService],
 })

@@ -1,12 +1,12 @@
+import { errorMessage } from '../common/errors/error-message';
 import { Injectable, Logger } from '@nestjs/common';
-import { errorMessage } from '../cache/cache.service';
 import { AppError, NotFoundError } from '../common/errors/app-error';
 import { SerializedJson } from '../common/serialized-json';
 import type { AuthUser, TenantContext } from '../common/request-context';
 import { TenantConfigService, TenantConfigView } from '../tenant/tenant-config.service';
 import { TenantLookupService } from '../tenant/tenant-lookup.service';
 import type { ProfileDto, SigninDto, SigninResponseDto } from './auth.dto';
-import { hashPassword, verifyPassword } from './password';
+import { hashPassword, verifyPassword } from '../common/crypto/password';
 import { RevocationService } from './revocation.service';
 import { SigninThrottle, type SigninOutcome } from './signin-throttle';
 import { TokenService } from './token.service';

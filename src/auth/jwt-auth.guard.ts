@@ -1,13 +1,14 @@
+import { errorMessage } from '../common/errors/error-message';
 import { CanActivate, ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { CacheService, errorMessage } from '../cache/cache.service';
+import { CacheService } from '../cache/cache.service';
 import { CACHE_TTL } from '../cache/cache-keys';
 import { routePolicy } from '../common/http/route-policy';
 import { AppError, AuthorizationError } from '../common/errors/app-error';
 import { setLogContext } from '../common/logging';
 import type { AuthUser } from '../common/request-context';
 import { describeDatabaseError } from '../database/dialect/driver-errors';
-import { hasPermission } from './permissions';
+import { hasPermission } from '../profile/access/permissions';
 import { RevocationService } from './revocation.service';
 import { TokenService } from './token.service';
 import { isUserState, UserState, userStateOf } from './user-state';

@@ -1,6 +1,6 @@
+import { errorMessage } from '../common/errors/error-message';
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import type * as Nodemailer from 'nodemailer';
-import { errorMessage } from '../cache/cache.service';
 import { AppError } from '../common/errors/app-error';
 import type { AppConfig } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';

@@ -1,5 +1,5 @@
+import { errorMessage } from '../common/errors/error-message';
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { errorMessage } from '../cache/cache.service';
 import { StartupService } from '../health/startup.service';
 import { RevocationService } from './revocation.service';
 

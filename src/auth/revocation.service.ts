@@ -1,6 +1,7 @@
+import { errorMessage } from '../common/errors/error-message';
 import { Injectable, Logger } from '@nestjs/common';
 import type { QueryRunner } from 'typeorm';
-import { CacheService, errorMessage } from '../cache/cache.service';
+import { CacheService } from '../cache/cache.service';
 import { CACHE_TTL } from '../cache/cache-keys';
 import { AppError } from '../common/errors/app-error';
 import type { AuthUser } from '../common/request-context';

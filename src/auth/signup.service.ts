@@ -1,6 +1,7 @@
+import { errorMessage } from '../common/errors/error-message';
 import { Injectable, Logger } from '@nestjs/common';
 import { createHash, createHmac, hkdfSync, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
-import { CacheService, errorMessage } from '../cache/cache.service';
+import { CacheService } from '../cache/cache.service';
 import { CACHE_TTL } from '../cache/cache-keys';
 import { ProfileLoaderService } from '../profile/profile-loader.service';
 import type { RecordContext } from '../records/record-context';
@@ -107,7 +108,11 @@ export class SignupService {
    * validation, unique-value lock, audit, cache invalidation and collection event as any users
    * write — and answers as sign-in does (spec §2.13).
    */
-  async createAccount(tenant: TenantContext, dto: CreateAccountDto, requestId: string): Promise<SigninResponseDto> {
+  async createAccount(
+    tenant: TenantContext,
+    dto: CreateAccountDto,
+    requestId: string,
+  ): Promise<SigninResponseDto> {
     const email =
       dto.session !== undefined
         ? await this.claimSession(tenant, dto.session)

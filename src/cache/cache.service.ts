@@ -1,3 +1,4 @@
+import { errorMessage } from '../common/errors/error-message';
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { LRUCache } from 'lru-cache';
@@ -323,8 +324,4 @@ export class CacheService implements OnApplicationShutdown {
     });
     sub.connect().catch(() => undefined);
   }
-}
-
-export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -1,7 +1,8 @@
+import { errorMessage } from '../common/errors/error-message';
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type Redis from 'ioredis';
-import { CacheService, errorMessage } from './cache.service';
+import { CacheService } from './cache.service';
 import type { CacheStore } from './cache-store';
 import { RedisCacheStore } from './redis-cache.store';
 

@@ -65,7 +65,7 @@ describe(ConfigDeliveryRepository.name, () => {
         expect(sql).not.toContain(TENANT_ID);
         expect(params).toContain(4242);
       }
-      expect(sql).toContain(`${p}_tenant_id IS NULL OR`);
+      expect(sql).toMatch(new RegExp(`\\(c\\.${p}_tenant_id = \\S+ OR c\\.${p}_tenant_id IS NULL\\)`));
       expect(sql).toContain(`${p}_is_deleted IS NULL`);
       expect(sql).toContain(`COALESCE(c.${p}_status, 1) = 1`);
       if (dialect === 'mysql') expect(sql).toContain(`BINARY c.${p}_code =`);

@@ -3,7 +3,8 @@ import { DatabaseService } from '../database/database.service';
 import { exactEquals } from '../database/dialect';
 import { tokenOf } from '../records/concurrency-token';
 import type { ConfigKindDef, ConfigRow } from './config-kinds';
-import { columnText, tenantNumber } from '../database/raw-values';
+import { columnText } from '../database/raw-values';
+import { configRows, tenantRowsFirst } from '../database/scope/tenant-rows';
 
 /**
  * Reads of the SPA configuration tables (app_page_configs, app_navigation_configs, app_value_sets).
@@ -18,8 +19,7 @@ export class ConfigDeliveryRepository {
   /** The usable rows of a code: the tenant's first, then the system's, each by id. */
   async findCandidates(def: ConfigKindDef, tenantId: string, code: string): Promise<ConfigRow[]> {
     const p = def.prefix;
-    const raw = await this.database.dataSource
-      .createQueryBuilder()
+    const raw = await configRows(this.database.dataSource, def, 'c', tenantId)
       .select(`c.${p}_id`, 'id')
       .addSelect(`c.${p}_tenant_id`, 'tenant_id')
       .addSelect(`c.${p}_code`, 'code')
@@ -29,14 +29,8 @@ export class ConfigDeliveryRepository {
       .addSelect(`c.${def.bodyColumn}`, 'body')
       .addSelect(`c.${p}_add_dtls`, 'add_dtls')
       .addSelect(`c.${p}_last_modified`, 'last_modified')
-      .from(def.table, 'c')
-      .where(`(c.${p}_tenant_id IS NULL OR c.${p}_tenant_id = :tenantId)`, {
-        tenantId: tenantNumber(tenantId),
-      })
-      .andWhere(`(c.${p}_is_deleted = :notDeleted OR c.${p}_is_deleted IS NULL)`, { notDeleted: false })
-      .andWhere(`COALESCE(c.${p}_status, 1) = 1`)
       .andWhere(exactEquals(this.database.dialect, `c.${p}_code`, 'code'), { code })
-      .orderBy(`CASE WHEN c.${p}_tenant_id IS NULL THEN 1 ELSE 0 END`, 'ASC')
+      .orderBy(tenantRowsFirst('c', p), 'ASC')
       .addOrderBy(`c.${p}_id`, 'ASC')
       .getRawMany<Record<string, unknown>>();
     const driverType = this.database.dataSource.driver.options.type;

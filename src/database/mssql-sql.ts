@@ -1,3 +1,4 @@
+import { errorMessage } from '../common/errors/error-message';
 import { randomBytes } from 'node:crypto';
 import { DataSource, QueryRunner } from 'typeorm';
 import { DatabaseConfig, loadConfig } from '../config/config.schema';
@@ -65,8 +66,7 @@ export async function generateSql(
       await work(qr);
     } catch (err) {
       throw new Error(
-        `Generating SQL offline failed; the work probably needs a live database ` +
-          `(${err instanceof Error ? err.message : String(err)})`,
+        `Generating SQL offline failed; the work probably needs a live database ` + `(${errorMessage(err)})`,
         { cause: err },
       );
     }

@@ -6,7 +6,8 @@ import { errorBody } from '../common/http/envelope';
 import { requestScope } from '../common/request-scope';
 import { HttpDrainService } from './http-drain.service';
 import { MetricsService } from './metrics.service';
-import { PROBE_PATHS, ReadinessService } from './readiness.service';
+import { PROBE_PATHS } from '../common/http/probe-paths';
+import { ReadinessService } from './readiness.service';
 
 function isProbe(url: string): boolean {
   const q = url.indexOf('?');

@@ -1,5 +1,6 @@
+import { errorMessage } from '../common/errors/error-message';
 import { Injectable } from '@nestjs/common';
-import { CacheService, errorMessage } from '../cache/cache.service';
+import { CacheService } from '../cache/cache.service';
 import { DatabaseService } from '../database/database.service';
 import { ReadinessService } from './readiness.service';
 

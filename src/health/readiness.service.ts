@@ -4,9 +4,6 @@ import { Injectable } from '@nestjs/common';
 export type ReadinessFlag = 'redis' | 'externalDbs' | 'cache';
 export type ReadinessFlags = Record<ReadinessFlag, boolean>;
 
-/** Paths the readiness gate lets through while the service is not ready (spec §3.3). */
-export const PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/livez']);
-
 @Injectable()
 export class ReadinessService {
   private readonly flags: ReadinessFlags = { redis: false, externalDbs: false, cache: false };

@@ -1,7 +1,8 @@
+import { errorMessage } from '../common/errors/error-message';
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import type { AppConfig } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';
-import { CacheService, errorMessage } from '../cache/cache.service';
+import { CacheService } from '../cache/cache.service';
 import { RedisCacheStore } from '../cache/redis-cache.store';
 import { ConnectionsService } from '../database/connections/connections.service';
 import { DatabaseService } from '../database/database.service';

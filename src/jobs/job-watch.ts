@@ -1,5 +1,5 @@
+import { errorMessage } from '../common/errors/error-message';
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
-import { errorMessage } from '../cache/cache.service';
 import type { AppConfig } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';
 import { isFinished, type Job } from './job.types';

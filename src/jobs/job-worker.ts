@@ -1,3 +1,4 @@
+import { errorMessage } from '../common/errors/error-message';
 import {
   BeforeApplicationShutdown,
   Injectable,
@@ -7,7 +8,6 @@ import {
 } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { errorMessage } from '../cache/cache.service';
 import { AppError } from '../common/errors/app-error';
 import { requestScope } from '../common/request-scope';
 import type { AppConfig } from '../config/config.schema';
@@ -37,7 +37,9 @@ const PURGE_INTERVAL_MS = 3600 * 1000;
 /** Why a running job's signal was aborted. */
 export class JobStopped extends Error {
   constructor(readonly reason: 'cancelled-or-lost' | 'shutdown') {
-    super(reason === 'shutdown' ? 'The instance is shutting down' : 'The job was cancelled or its lease lost');
+    super(
+      reason === 'shutdown' ? 'The instance is shutting down' : 'The job was cancelled or its lease lost',
+    );
   }
 }
 
@@ -226,7 +228,10 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
       await this.finish(active, 'FAILED', { error: { code: 'SERVICE_ERROR', message } });
       return;
     }
-    this.logger.log({ event: 'job_started', jobId: job.id, kind: job.kind, attempt: job.attempts }, 'job_started');
+    this.logger.log(
+      { event: 'job_started', jobId: job.id, kind: job.kind, attempt: job.attempts },
+      'job_started',
+    );
     let result: unknown;
     try {
       result = await handler.run(job, {
@@ -279,7 +284,15 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     );
     const processed = active.progress?.processed ?? job.processed;
     this.logger.log(
-      { event: 'job_finished', jobId: job.id, kind: job.kind, status, committed, ms: now - startedAt, processed },
+      {
+        event: 'job_finished',
+        jobId: job.id,
+        kind: job.kind,
+        status,
+        committed,
+        ms: now - startedAt,
+        processed,
+      },
       'job_finished',
     );
     if (!committed) return; // cancelled or re-claimed meanwhile: the job row tells what happened

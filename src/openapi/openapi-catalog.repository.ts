@@ -1,4 +1,6 @@
 import type { DatabaseService } from '../database/database.service';
+import { systemConfigRows } from '../database/scope/tenant-rows';
+import { VALUE_SET_TABLE, valueSetCodes } from '../registry/value-sets';
 import { toBool } from '../tenant/tenants.repository';
 
 /** Reads of the configuration tables the OpenAPI document is generated from (value sets, tenants). */
@@ -7,35 +9,16 @@ export class OpenApiCatalogRepository {
 
   /** The system-wide, live, active value sets (spec 2.10): vs_code → the codes of its values. */
   async systemValueSets(): Promise<Map<string, string[]>> {
-    const rows = await this.database.dataSource
-      .createQueryBuilder()
+    const rows = await systemConfigRows(this.database.dataSource, VALUE_SET_TABLE, 'v')
       .select('v.vs_code', 'code')
       .addSelect('v.vs_values', 'vals')
-      .from('app_value_sets', 'v')
-      .where('v.vs_tenant_id IS NULL')
-      .andWhere('(v.vs_is_deleted = :notDeleted OR v.vs_is_deleted IS NULL)', { notDeleted: 0 })
-      .andWhere('COALESCE(v.vs_status, 1) = 1')
       .orderBy('v.vs_id', 'ASC')
       .getRawMany<{ code: unknown; vals: unknown }>();
     const out = new Map<string, string[]>();
     for (const row of rows) {
       const code = String(row.code);
-      if (out.has(code)) continue;
-      let values: unknown = row.vals;
-      if (typeof values === 'string') {
-        try {
-          values = JSON.parse(values);
-        } catch {
-          continue;
-        }
-      }
-      if (!Array.isArray(values)) continue;
-      out.set(
-        code,
-        values
-          .map((v) => (v && typeof v === 'object' ? (v as Record<string, unknown>).code : undefined))
-          .filter((c): c is string => typeof c === 'string'),
-      );
+      const codes = out.has(code) ? undefined : valueSetCodes(row.vals);
+      if (codes) out.set(code, codes);
     }
     return out;
   }

@@ -1,12 +1,14 @@
+import { errorMessage } from '../common/errors/error-message';
 import { Logger } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { CollectionEventsService } from '../cache/collection-events';
-import { CATALOG_SOURCE_TABLES } from '../cache/catalog/profile-catalog.repository';
+import { CATALOG_SOURCE_TABLES } from '../catalog/profile-catalog.repository';
 import type { AppConfig } from '../config/config.schema';
 import { APP_CONFIG } from '../config/config.module';
 import { DatabaseService } from '../database/database.service';
+import { SYSTEM_ONLY } from '../database/scope/tenant-rows';
 import { RegistryService } from '../registry/registry.service';
 import { encryptTenantHeader } from '../tenant/tenant-header.crypto';
 import { EntityCatalog, withEntities } from './entity-document';
@@ -56,7 +58,7 @@ export class OpenApiDocuments {
       return doc;
     } catch (err) {
       this.logger.warn(
-        { err: err instanceof Error ? err.message : String(err) },
+        { err: errorMessage(err) },
         'OpenAPI: the entity catalog could not be read; serving the document without per-entity paths',
       );
       return this.cached?.doc ?? this.base;
@@ -69,9 +71,8 @@ async function loadCatalog(
   registry: RegistryService,
   repository: OpenApiCatalogRepository,
 ): Promise<EntityCatalog> {
-  const SYSTEM = '0';
-  const codes = await registry.listCodes(SYSTEM);
-  const entities = (await Promise.all(codes.map((code) => registry.resolve(SYSTEM, code)))).filter(
+  const codes = await registry.listCodes(SYSTEM_ONLY);
+  const entities = (await Promise.all(codes.map((code) => registry.resolve(SYSTEM_ONLY, code)))).filter(
     (e): e is NonNullable<typeof e> => e !== undefined,
   );
   return { entities, valueSets: await repository.systemValueSets() };

@@ -1,5 +1,6 @@
+import { errorMessage } from '../common/errors/error-message';
 import { Injectable, Logger } from '@nestjs/common';
-import { CacheService, errorMessage } from '../cache/cache.service';
+import { CacheService } from '../cache/cache.service';
 import { CACHE_TTL } from '../cache/cache-keys';
 import { AppError, NotFoundError, ValidationError } from '../common/errors/app-error';
 import { RegistryService } from '../registry/registry.service';

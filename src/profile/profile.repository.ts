@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DatabaseService } from '../database/database.service';
+import { configRows } from '../database/scope/tenant-rows';
 
 export interface ProfileRow {
   prf_id: number;
@@ -16,6 +17,8 @@ export interface ProfileRow {
   prf_policy_audit_level: string | null;
 }
 
+const PROFILE_TABLE = { table: 'app_object_profiles', prefix: 'prf' };
+
 /** Queries of app_object_profiles. */
 @Injectable()
 export class ProfileRepository {
@@ -26,14 +29,9 @@ export class ProfileRepository {
    * and the caller's tenant's rows only; the lowest prf_id wins.
    */
   async findForEntity(tenantId: string, entityCode: string): Promise<ProfileRow | undefined> {
-    const row = await this.database.dataSource
-      .createQueryBuilder()
+    const row = await configRows(this.database.dataSource, PROFILE_TABLE, 'p', tenantId)
       .select('p.*')
-      .from('app_object_profiles', 'p')
-      .where('p.prf_object_code = :entityCode', { entityCode })
-      .andWhere('(p.prf_tenant_id IS NULL OR p.prf_tenant_id = :tenantId)', { tenantId: Number(tenantId) })
-      .andWhere('(p.prf_is_deleted = :notDeleted OR p.prf_is_deleted IS NULL)', { notDeleted: 0 })
-      .andWhere('COALESCE(p.prf_status, 1) = 1')
+      .andWhere('p.prf_object_code = :entityCode', { entityCode })
       .orderBy('p.prf_id', 'ASC')
       .limit(1)
       .getRawOne<Record<string, unknown>>();

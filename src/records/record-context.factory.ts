@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { UsersRepository } from '../auth/users.repository';
 import { AuthorizationError } from '../common/errors/app-error';
 import type { AuthUser } from '../common/request-context';
 import { ProfileLoaderService } from '../profile/profile-loader.service';
 import type { RecordContext } from './record-context';
+import { RecordHooks } from './record-hooks';
 
 /** The ids a job keeps to act later as its user (an export, a workflow step). */
 export interface RecordContextIds {
@@ -22,7 +22,7 @@ export interface RecordContextIds {
 @Injectable()
 export class RecordContextFactory {
   constructor(
-    private readonly users: UsersRepository,
+    private readonly hooks: RecordHooks,
     private readonly profiles: ProfileLoaderService,
   ) {}
 
@@ -41,19 +41,8 @@ export class RecordContextFactory {
 
   /** The user a job acts as, as the database has it now; 403 when inactive or gone. */
   async actingUser(ids: Omit<RecordContextIds, 'entityCode'>): Promise<AuthUser> {
-    const record = await this.users.findById(ids.tenantId, ids.userId);
-    if (!record || !record.active)
-      throw new AuthorizationError(`User ${ids.userId} cannot act in this tenant`);
-    return {
-      userId: record.id,
-      email: record.email,
-      tenantId: record.tenantId,
-      roleId: record.roleId,
-      roles: record.roleCode ? [record.roleCode] : [],
-      permissions: record.permissions,
-      // No token: the job acts with the user's current state.
-      jti: `job:${ids.requestId}`,
-      exp: 0,
-    };
+    const user = await this.hooks.actingUser(ids.tenantId, ids.userId, ids.requestId);
+    if (!user) throw new AuthorizationError(`User ${ids.userId} cannot act in this tenant`);
+    return user;
   }
 }

@@ -1,3 +1,4 @@
+import { errorMessage } from '../common/errors/error-message';
 import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel';
 import { Injectable, Logger } from '@nestjs/common';
 import type { DataSource, QueryRunner } from 'typeorm';
@@ -9,6 +10,8 @@ import { DatabaseService } from '../database/database.service';
 import { dialectOf, rowLockFor } from '../database/dialect';
 import { isLockTimeout, LockStatement, lockAcquired, valueLockSql } from '../database/dialect/value-lock';
 import type { EntityInfo, FieldDef } from '../registry/registry.types';
+import { VALUE_SET_TABLE, valueSetCodes } from '../registry/value-sets';
+import { configRows } from '../database/scope/tenant-rows';
 import { insertedId, insertRow, scopedUpdate } from './query/statements';
 import type { Row } from './records-read.repository';
 import { scoped } from './query/select';
@@ -123,7 +126,7 @@ export class RecordsWriteRepository {
             await config.commitTransaction();
           } catch (err) {
             this.logger.error(
-              { err: err instanceof Error ? err.message : String(err) },
+              { err: errorMessage(err) },
               'Entity change committed, its audit row in the configuration database was not',
             );
           }
@@ -198,7 +201,7 @@ export class RecordsWriteRepository {
         await tx.data.query(statement.sql, statement.params);
       } catch (err) {
         // A connection that cannot release its lock is broken; the server frees it when it closes.
-        this.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'Lock release failed');
+        this.logger.warn({ err: errorMessage(err) }, 'Lock release failed');
       }
     }
   }
@@ -308,32 +311,14 @@ export class RecordsWriteRepository {
    * system-wide one (D41). Undefined when neither exists or the values are unreadable.
    */
   async valueSetCodes(qr: QueryRunner, code: string, tenantId: string): Promise<Set<string> | undefined> {
-    const rows = await qr.connection
-      .createQueryBuilder(qr)
+    const rows = await configRows(qr.connection, VALUE_SET_TABLE, 'v', tenantId, { queryRunner: qr })
       .select('v.vs_tenant_id', 'tenant')
       .addSelect('v.vs_values', 'vals')
-      .from('app_value_sets', 'v')
-      .where('v.vs_code = :code', { code })
-      .andWhere('(v.vs_tenant_id = :tenantId OR v.vs_tenant_id IS NULL)', { tenantId: Number(tenantId) })
-      .andWhere('(v.vs_is_deleted = :notDeleted OR v.vs_is_deleted IS NULL)', { notDeleted: 0 })
-      .andWhere('COALESCE(v.vs_status, 1) = 1')
+      .andWhere('v.vs_code = :code', { code })
       .getRawMany<{ tenant: unknown; vals: unknown }>();
     const row = rows.find((r) => r.tenant !== null) ?? rows[0];
-    if (!row) return undefined;
-    let values: unknown = row.vals;
-    if (typeof values === 'string') {
-      try {
-        values = JSON.parse(values);
-      } catch {
-        return undefined;
-      }
-    }
-    if (!Array.isArray(values)) return undefined;
-    return new Set(
-      values
-        .map((v) => (v && typeof v === 'object' ? (v as Record<string, unknown>).code : undefined))
-        .filter((c): c is string => typeof c === 'string'),
-    );
+    const codes = row ? valueSetCodes(row.vals) : undefined;
+    return codes ? new Set(codes) : undefined;
   }
 
   /** Inserts an `app_audit_logs` row (D29) in the caller's transaction. */

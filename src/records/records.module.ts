@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
-import { AuthModule } from '../auth/auth.module';
 import { ProfileModule } from '../profile/profile.module';
 import { RegistryModule } from '../registry/registry.module';
 import { EntityAuditService } from './audit.service';
 import { CascadePlanner } from './cascade-planner';
 import { RecordContextFactory } from './record-context.factory';
+import { RecordHooks } from './record-hooks';
 import { RecordsReadRepository } from './records-read.repository';
 import { RecordsWriteRepository } from './records-write.repository';
 import { AggregateRecords } from './use-cases/aggregate-records';
@@ -21,7 +21,7 @@ const USE_CASES = [ReadRecord, ListRecords, PageRecords, CreateRecord, UpdateRec
  * exports, workflow steps, sign-up — goes through these use cases with an explicit RecordContext.
  */
 @Module({
-  imports: [RegistryModule, ProfileModule, AuthModule],
+  imports: [RegistryModule, ProfileModule],
   providers: [
     ...USE_CASES,
     AggregateRecords,
@@ -31,7 +31,8 @@ const USE_CASES = [ReadRecord, ListRecords, PageRecords, CreateRecord, UpdateRec
     CascadePlanner,
     EntityAuditService,
     RecordContextFactory,
+    RecordHooks,
   ],
-  exports: [...USE_CASES, RecordContextFactory, AggregateRecords, RecordsWriteRepository],
+  exports: [...USE_CASES, RecordContextFactory, RecordHooks, AggregateRecords, RecordsWriteRepository],
 })
 export class RecordsModule {}

@@ -1,10 +1,11 @@
 import type { DataSource } from 'typeorm';
-import { isSystemAdmin } from '../auth/permissions';
+import { isSystemAdmin } from '../profile/access/permissions';
 import type { AuthUser } from '../common/request-context';
 import type { EntityPolicy, TenantMode } from '../profile/policy/policy.model';
 import { compileRowFilter, RowFilter } from '../profile/row-filter';
 import type { EntityInfo } from '../registry/registry.types';
 import type { ScopeContext } from './record-context';
+import { livePredicate, tenantPredicate, type ScopeCondition } from '../database/scope/tenant-rows';
 
 /**
  * The one place that builds the tenant, soft-delete and row-filter predicates (D47, ARCHITECTURE):
@@ -20,11 +21,7 @@ export function col(ds: DataSource, column: string): string {
   return `${ALIAS}.${ds.driver.escape(column)}`;
 }
 
-/** One condition of a scope: SQL with named parameters only. */
-export interface ScopeCondition {
-  sql: string;
-  params: Record<string, unknown>;
-}
+export type { ScopeCondition };
 
 /** Whose rows a statement may touch. */
 export interface ScopeRule {
@@ -101,19 +98,8 @@ export function scopePredicates(
   column: (name: string) => string,
 ): ScopeCondition[] {
   const out: ScopeCondition[] = [];
-  const tenantCol = column(entity.columns.tenant);
-  const tenantId = Number(rule.tenantId);
-  if (!Number.isSafeInteger(tenantId) || tenantId <= 0) throw new Error('A scope needs a tenant id');
-  if (rule.mode === 'STRICT')
-    out.push({ sql: `${tenantCol} = :__tenantId`, params: { __tenantId: tenantId } });
-  else if (rule.mode === 'OPTIONAL')
-    out.push({
-      sql: `(${tenantCol} = :__tenantId OR ${tenantCol} IS NULL)`,
-      params: { __tenantId: tenantId },
-    });
-  else out.push({ sql: '1 = 1', params: {} });
-  const deleted = column(entity.columns.isDeleted);
-  out.push({ sql: `(${deleted} = :__notDeleted OR ${deleted} IS NULL)`, params: { __notDeleted: 0 } });
+  out.push(tenantPredicate(column(entity.columns.tenant), rule.mode, rule.tenantId));
+  out.push(livePredicate(column(entity.columns.isDeleted)));
   if (rule.rowFilter) {
     const byName = new Map(entity.fields.map((f) => [f.name, f]));
     const compiled = compileRowFilter(

@@ -1,4 +1,4 @@
-import { hashPassword } from '../auth/password';
+import { hashPassword } from '../common/crypto/password';
 import type { EntityInfo } from '../registry/registry.types';
 
 /**

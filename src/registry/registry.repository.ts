@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { DatabaseService } from '../database/database.service';
 import type { RegistryRow } from './registry-entity';
-import { tenantNumber } from '../database/raw-values';
+import { configRows, systemRowsFirst } from '../database/scope/tenant-rows';
+
+const REGISTRY_TABLE = { table: 'app_object_registries', prefix: 'obj' };
 
 const COLUMNS = [
   'obj_id',
@@ -61,7 +63,7 @@ export class RegistryRepository {
     const rows = await this.liveRows(tenantId)
       .select(COLUMNS.map((c) => `r.${c} AS ${c}`))
       .andWhere('r.obj_code = :code', { code })
-      .orderBy('CASE WHEN r.obj_tenant_id IS NULL THEN 0 ELSE 1 END', 'ASC')
+      .orderBy(systemRowsFirst('r', 'obj'), 'ASC')
       .addOrderBy('r.obj_id', 'ASC')
       .getRawMany<Record<string, unknown>>();
     // MariaDB's and SQL Server's default collations compare case-insensitively and ignore trailing
@@ -79,11 +81,6 @@ export class RegistryRepository {
   }
 
   private liveRows(tenantId: string) {
-    return this.database.dataSource
-      .createQueryBuilder()
-      .from('app_object_registries', 'r')
-      .where('(r.obj_tenant_id IS NULL OR r.obj_tenant_id = :tenantId)', { tenantId: tenantNumber(tenantId) })
-      .andWhere('(r.obj_is_deleted = :notDeleted OR r.obj_is_deleted IS NULL)', { notDeleted: false })
-      .andWhere('COALESCE(r.obj_status, 1) = 1');
+    return configRows(this.database.dataSource, REGISTRY_TABLE, 'r', tenantId);
   }
 }

@@ -1,6 +1,7 @@
+import { errorMessage } from '../common/errors/error-message';
 import { Injectable, Logger } from '@nestjs/common';
 import { CACHE_TTL } from '../cache/cache-keys';
-import { CacheService, errorMessage } from '../cache/cache.service';
+import { CacheService } from '../cache/cache.service';
 import { buildEntityInfo, columnOf, fieldByName, RegistryRow } from './registry-entity';
 import { isEntityCode, RegistryConfigError } from './registry-payload';
 import { RegistryRepository } from './registry.repository';

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { HealthModule } from '../health/health.module';
 import { ProfileModule } from '../profile/profile.module';
 import { RecordsModule } from '../records/records.module';
+import { WorkflowDefinitionsRepository } from './definition/workflow-definitions.repository';
 import { WorkflowDefinitionsService } from './definition/workflow-definitions.service';
 import { Approvals } from './engine/approvals';
 import { InstanceTransitions } from './engine/transitions';
@@ -27,6 +28,7 @@ import { WorkflowTelemetry } from './workflow-telemetry';
   controllers: [WorkflowController],
   providers: [
     WorkflowDefinitionsService,
+    WorkflowDefinitionsRepository,
     InstancesRepository,
     InstanceJournalRepository,
     QueueRepository,

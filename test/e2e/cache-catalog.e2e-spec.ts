@@ -1,10 +1,10 @@
 import type { DataSource } from 'typeorm';
 import { CacheService } from '../../src/cache/cache.service';
-import { classifyKey, isSecurityNamespace } from '../../src/cache/catalog/cache-clear';
+import { classifyKey, isSecurityNamespace } from '../../src/catalog/cache-clear';
 import {
   CATALOG_RELOAD_ENTITY,
   ProfileCatalogService,
-} from '../../src/cache/catalog/profile-catalog.service';
+} from '../../src/catalog/profile-catalog.service';
 import { CollectionEvent, CollectionEventsService } from '../../src/cache/collection-events';
 import { DatabaseService } from '../../src/database/database.service';
 import { DEMO_PROFILES } from '../../src/database/seed/demo-data';

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { hashPassword } from '../../src/auth/password';
+import { hashPassword } from '../../src/common/crypto/password';
 import { CacheService } from '../../src/cache/cache.service';
 import { DatabaseService } from '../../src/database/database.service';
 import { DEMO_DATAVIEWS } from '../../src/database/seed/demo-data';

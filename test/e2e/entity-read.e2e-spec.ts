@@ -1,6 +1,6 @@
 import { CacheService } from '../../src/cache/cache.service';
 import { DatabaseService } from '../../src/database/database.service';
-import { hashPassword } from '../../src/auth/password';
+import { hashPassword } from '../../src/common/crypto/password';
 import { authHeaders, DEMO_PASSWORD, signin, TENANT } from '../support/auth';
 import { copyEntityConfig } from '../support/entity-fixtures';
 import { startTestApp, TestApp } from '../support/test-app';

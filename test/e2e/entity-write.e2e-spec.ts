@@ -1,4 +1,4 @@
-import { hashPassword } from '../../src/auth/password';
+import { hashPassword } from '../../src/common/crypto/password';
 import type { DataSource } from 'typeorm';
 import { DatabaseService } from '../../src/database/database.service';
 import { fromDbTimestamp } from '../../src/database/dialect/timestamps';

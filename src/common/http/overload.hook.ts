@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import underPressure, { FastifyUnderPressureOptions } from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppConfig } from '../../config/config.schema';
-import { PROBE_PATHS } from '../../health/readiness.service';
+import { PROBE_PATHS } from './probe-paths';
 import { ErrorBody, errorBody } from './envelope';
 
 /**

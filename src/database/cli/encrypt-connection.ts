@@ -6,6 +6,7 @@
  * The URL is checked first; only the stored value goes to stdout, the matching
  * con_connection_type goes to stderr.
  */
+import { errorMessage } from '../../common/errors/error-message';
 import { existsSync, readFileSync } from 'node:fs';
 import { ConfigValidationError, type AppConfig } from '../../config/config.schema';
 import { DEV_SECRETS_FILE } from '../../config/dev-secrets';
@@ -85,7 +86,7 @@ if (require.main === module) {
   try {
     process.exitCode = main(process.argv.slice(2));
   } catch (err) {
-    process.stderr.write(`connection:encrypt failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`connection:encrypt failed: ${errorMessage(err)}\n`);
     process.exitCode = 1;
   }
 }

@@ -1,3 +1,4 @@
+import { errorMessage } from '../../common/errors/error-message';
 /**
  * The connect loop shared by the configuration database (DatabaseService) and the external
  * connections (D3): SQL_CONNECT_MAX_ATTEMPTS attempts on transient errors, exponential backoff
@@ -33,10 +34,6 @@ export function backoffDelayMs(attempt: number): number {
   return Math.min(500 * 2 ** (attempt - 1), 10_000);
 }
 
-export function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 export interface RetryPolicy {
   maxAttempts: number;
   /** Epoch ms; no retry is scheduled whose delay would end after it. */
@@ -70,7 +67,7 @@ export async function retryConnect<T>(
       return { value: await connect(attempt), attempts: attempt };
     } catch (err) {
       const delay = backoffDelayMs(attempt);
-      const message = errorText(err);
+      const message = errorMessage(err);
       if (
         !isTransientConnectError(err) ||
         attempt >= policy.maxAttempts ||

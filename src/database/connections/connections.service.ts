@@ -4,7 +4,11 @@ import { AuthorizationError, ServiceError } from '../../common/errors/app-error'
 import type { AppConfig, DatabaseConfig } from '../../config/config.schema';
 import { InjectConfig } from '../../config/inject-config.decorator';
 import { DatabaseService } from '../database.service';
-import { errorText, retryConnect } from './connect-retry';
+import { errorMessage } from '../../common/errors/error-message';
+import { retryConnect } from './connect-retry';
+import { everyTenantConfigRows } from '../scope/tenant-rows';
+
+const CONNECTION_TABLE = { table: 'app_connections', prefix: 'con' };
 import { decryptConnectionString } from './connection-string.crypto';
 import {
   connectionTypeProblem,
@@ -116,16 +120,12 @@ export class ConnectionsService implements OnApplicationShutdown {
   }
 
   private async readRows(): Promise<ConnectionRow[]> {
-    return this.database.dataSource
-      .createQueryBuilder()
-      .from('app_connections', 'c')
+    return everyTenantConfigRows(this.database.dataSource, CONNECTION_TABLE, 'c')
       .select('c.con_id', 'con_id')
       .addSelect('c.con_tenant_id', 'con_tenant_id')
       .addSelect('c.con_code', 'con_code')
       .addSelect('c.con_connection_string', 'con_connection_string')
       .addSelect('c.con_connection_type', 'con_connection_type')
-      .where('(c.con_is_deleted = :notDeleted OR c.con_is_deleted IS NULL)', { notDeleted: false })
-      .andWhere('COALESCE(c.con_status, 1) = 1')
       .orderBy('c.con_id')
       .getRawMany<ConnectionRow>();
   }
@@ -150,7 +150,7 @@ export class ConnectionsService implements OnApplicationShutdown {
       entry.target = describeTarget(db);
     } catch (err) {
       entry.state = 'skipped';
-      entry.reason = errorText(err);
+      entry.reason = errorMessage(err);
       this.logger.error(`Connection ${code} (${owner}) skipped: ${entry.reason}`);
       return entry;
     }
@@ -191,7 +191,7 @@ export class ConnectionsService implements OnApplicationShutdown {
       this.logger.log(`Connection ${code} open: ${entry.target} (attempt ${attempts})`);
     } catch (err) {
       entry.state = 'failed';
-      entry.reason = errorText(err);
+      entry.reason = errorMessage(err);
     }
     return entry;
   }
@@ -208,13 +208,13 @@ export class ConnectionsService implements OnApplicationShutdown {
     try {
       url = decryptConnectionString(stored, this.config.crypto.connectionEncryptionKey);
     } catch (err) {
-      throw new Error(`con_connection_string ${errorText(err)}`);
+      throw new Error(`con_connection_string ${errorMessage(err)}`);
     }
     let parsed;
     try {
       parsed = parseConnectionUrl(url);
     } catch (err) {
-      throw new Error(`con_connection_string: ${errorText(err)}`);
+      throw new Error(`con_connection_string: ${errorMessage(err)}`);
     }
     const typeProblem = connectionTypeProblem(String(row.con_connection_type ?? ''), parsed.type);
     if (typeProblem) throw new Error(typeProblem);

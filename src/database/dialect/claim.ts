@@ -1,5 +1,5 @@
 import type { QueryRunner, SelectQueryBuilder } from 'typeorm';
-import { dialectOf, type Dialect } from './index';
+import { dialectOf, type Dialect } from './dialect';
 
 /**
  * The skip-locked claim of a queue row (D49): a worker reads the next claimable rows and locks

@@ -1,5 +1,4 @@
 import { AppError, ConflictError, ValidationError } from '../../common/errors/app-error';
-import type { EntityInfo } from '../../registry/registry.types';
 
 /**
  * The column a NOT NULL violation names, from the driver's error (PostgreSQL's `column`, or the
@@ -37,7 +36,12 @@ export function isBusyError(err: unknown): boolean {
 }
 
 /** A DB constraint error turned into the service's codes; anything else is rethrown as is. */
-export function translateDbError(err: unknown, entity: EntityInfo): unknown {
+/** What a translation needs of an entity: its fields' names and columns (the registry's EntityInfo). */
+export interface FieldColumns {
+  fields: ReadonlyArray<{ name: string; column: string }>;
+}
+
+export function translateDbError(err: unknown, entity: FieldColumns): unknown {
   if (err instanceof AppError) return err;
   const e = err as { driverError?: Record<string, unknown> } & Record<string, unknown>;
   const d = e?.driverError ?? e ?? {};

@@ -1,6 +1,6 @@
 import { types } from 'node:util';
 import { QueryFailedError } from 'typeorm';
-import type { Dialect } from './index';
+import type { Dialect } from './dialect';
 
 /** What the `ms-sql.query.failed` log event (spec §6.3) says about a database error. */
 export interface DatabaseErrorInfo {

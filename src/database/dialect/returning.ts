@@ -1,4 +1,4 @@
-import type { Dialect } from './index';
+import type { Dialect } from './dialect';
 
 /**
  * How an INSERT hands back the new row's key on each dialect: PostgreSQL `RETURNING <pk>`, SQL

@@ -1,4 +1,4 @@
-import type { Dialect } from './index';
+import type { Dialect } from './dialect';
 
 /** TypeORM's lock modes used for row locks (SelectQueryBuilder.setLock). */
 export type RowLockMode = 'pessimistic_write' | 'pessimistic_read' | 'for_key_share';

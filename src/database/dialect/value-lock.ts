@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Dialect } from './index';
+import type { Dialect } from './dialect';
 
 /**
  * Locks that serialise writers of one unique value (registry `unique: true`), so that two concurrent

@@ -1,5 +1,5 @@
 import { DataSource, EntityManager } from 'typeorm';
-import { hashPassword } from '../../auth/password';
+import { hashPassword } from '../../common/crypto/password';
 import {
   DEMO_DATAVIEWS,
   DEMO_ENTITIES,

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { SelectQueryBuilder } from 'typeorm';
 import { DatabaseService } from '../../database/database.service';
-import { columnText, tenantNumber } from '../../database/raw-values';
+import { columnText } from '../../database/raw-values';
+import { configRows, tenantRowsFirst } from '../../database/scope/tenant-rows';
 
 /** A row of app_dataview_configs (spec §2.9 variant B) as read. */
 export interface DataviewConfigRow {
@@ -13,6 +14,8 @@ export interface DataviewConfigRow {
   /** JSON text (D1); a driver that parses JSON columns itself gives it back as text. */
   dvc_config: string | null;
 }
+
+const DATAVIEW_TABLE = { table: 'app_dataview_configs', prefix: 'dvc' };
 
 const COLUMNS = [
   'dvc_id',
@@ -48,7 +51,7 @@ export class DataviewConfigRepository {
   async findCandidates(tenantId: string, code: string): Promise<DataviewConfigRow[]> {
     const rows = await this.usable(tenantId)
       .andWhere('d.dvc_code = :code', { code })
-      .orderBy('CASE WHEN d.dvc_tenant_id IS NULL THEN 1 ELSE 0 END', 'ASC')
+      .orderBy(tenantRowsFirst('d', 'dvc'), 'ASC')
       .addOrderBy('d.dvc_id', 'ASC')
       .getRawMany<Record<string, unknown>>();
     // MariaDB's and SQL Server's default collations compare case-insensitively and ignore trailing
@@ -65,12 +68,8 @@ export class DataviewConfigRepository {
   }
 
   private usable(tenantId: string): SelectQueryBuilder<Record<string, unknown>> {
-    return this.database.dataSource
-      .createQueryBuilder()
-      .select(COLUMNS.map((c) => `d.${c} AS ${c}`))
-      .from('app_dataview_configs', 'd')
-      .where('(d.dvc_tenant_id IS NULL OR d.dvc_tenant_id = :tenantId)', { tenantId: tenantNumber(tenantId) })
-      .andWhere('(d.dvc_is_deleted = :notDeleted OR d.dvc_is_deleted IS NULL)', { notDeleted: false })
-      .andWhere('COALESCE(d.dvc_status, 1) = 1');
+    return configRows(this.database.dataSource, DATAVIEW_TABLE, 'd', tenantId).select(
+      COLUMNS.map((c) => `d.${c} AS ${c}`),
+    );
   }
 }

@@ -1,7 +1,8 @@
+import { tenantPredicate } from '../../database/scope/tenant-rows';
+import { errorMessage } from '../../common/errors/error-message';
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { Readable, Writable } from 'node:stream';
-import { errorMessage } from '../../cache/cache.service';
 import type { AppConfig } from '../../config/config.schema';
 import { APP_CONFIG } from '../../config/config.module';
 import { DatabaseService } from '../../database/database.service';
@@ -110,6 +111,7 @@ export class DatabaseExportStore implements ExportStore, OnModuleInit, OnModuleD
 
   async open(tenantId: string, fileId: string, nowMs = Date.now()): Promise<OpenedExport | null> {
     if (!FILE_ID.test(fileId)) return null;
+    const tenant = tenantPredicate('f.exf_tenant_id', 'STRICT', tenantId);
     const row = await this.ds
       .createQueryBuilder()
       .select('MIN(f.exf_tenant_id)', 'tenant')
@@ -120,8 +122,10 @@ export class DatabaseExportStore implements ExportStore, OnModuleInit, OnModuleD
       .addSelect('COUNT(*)', 'chunks')
       .from(TABLE, 'f')
       .where('f.exf_file_id = :fileId', { fileId })
+      .andWhere(tenant.sql, tenant.params)
       .getRawOne<MetaRow>();
-    if (!row || Number(row.chunks) === 0 || String(row.tenant) !== tenantId) return null;
+    // Another tenant's file counts no chunk: it is as unknown as a file that never existed.
+    if (!row || Number(row.chunks) === 0) return null;
     const expires = fromDbTimestamp(row.expires_at, this.ds.options.type);
     if (expires === null) return null; // still being written
     if (expires <= nowMs) {
@@ -137,6 +141,7 @@ export class DatabaseExportStore implements ExportStore, OnModuleInit, OnModuleD
           .select('f.exf_data', 'data')
           .from(TABLE, 'f')
           .where('f.exf_file_id = :fileId AND f.exf_chunk = :n', { fileId, n })
+          .andWhere(tenant.sql, tenant.params)
           .getRawOne<{ data: string | null }>();
         if (part?.data) yield Buffer.from(part.data, 'base64');
       }

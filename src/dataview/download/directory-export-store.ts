@@ -1,3 +1,4 @@
+import { errorMessage } from '../../common/errors/error-message';
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
@@ -5,7 +6,6 @@ import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/p
 import { join, resolve } from 'node:path';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
-import { errorMessage } from '../../cache/cache.service';
 import type { AppConfig } from '../../config/config.schema';
 import { APP_CONFIG } from '../../config/config.module';
 import { ExportStore, FILE_ID, OpenedExport, StoredExportMeta } from './export-store';

@@ -1,5 +1,5 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { hasPermission } from '../../auth/permissions';
+import { hasPermission } from '../../profile/access/permissions';
 import { AuthorizationError, ValidationError } from '../../common/errors/app-error';
 import type { TenantContext } from '../../common/request-context';
 import type { AppConfig } from '../../config/config.schema';

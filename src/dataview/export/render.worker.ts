@@ -1,3 +1,4 @@
+import { errorMessage } from '../../common/errors/error-message';
 import { Writable } from 'node:stream';
 import { parentPort, type MessagePort } from 'node:worker_threads';
 import type { Row } from '../../records/records-read.repository';
@@ -58,7 +59,7 @@ async function session(start: SessionStart): Promise<void> {
     await RENDERERS[start.format].render(input, out);
     send({ type: 'done', rows: input.written.rows });
   } catch (err) {
-    send({ type: 'error', message: err instanceof Error ? err.message : String(err) });
+    send({ type: 'error', message: errorMessage(err) });
   } finally {
     port.close();
   }

@@ -1,4 +1,4 @@
-import { hasPermission, isSystemAdmin } from '../../auth/permissions';
+import { hasPermission, isSystemAdmin } from './permissions';
 import type { AuthUser } from '../../common/request-context';
 import type { EntityInfo } from '../../registry/registry.types';
 import type { EntityPolicy, PolicyAction } from '../policy/policy.types';

@@ -7,7 +7,8 @@ import type { RowFilter } from '../row-filter';
  */
 
 export type ProfileMode = 'FULL' | 'READ' | 'WRITE' | 'EXECUTE';
-export type TenantMode = 'STRICT' | 'OPTIONAL' | 'PERMISSIVE';
+export type { TenantMode } from '../../database/scope/tenant-rows';
+import type { TenantMode } from '../../database/scope/tenant-rows';
 export type MaskKind = 'hash' | 'mask' | 'redact' | 'partial';
 export type PolicyAction = 'read' | 'write' | 'delete' | 'export' | 'approve';
 

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import type { DataSource, QueryRunner } from 'typeorm';
-import { RevocationService } from '../../auth/revocation.service';
 import { EntityCacheInvalidator } from '../../cache/entity-cache-invalidator';
 import { ConflictError, FieldError, ServiceError } from '../../common/errors/app-error';
 import { translateDbError } from '../../database/dialect/constraint-errors';
@@ -12,6 +11,7 @@ import type { EntityInfo, FieldDef } from '../../registry/registry.types';
 import { auditWanted, EntityAuditEntry, EntityAuditService } from '../audit.service';
 import { LAST_MODIFIED_KEY } from '../concurrency-token';
 import type { RecordContext, ScopeContext } from '../record-context';
+import { RecordHooks } from '../record-hooks';
 import type { Row } from '../records-read.repository';
 import { RecordsWriteRepository, WriteTx } from '../records-write.repository';
 import { toDbTimestamp } from '../../database/dialect/timestamps';
@@ -85,7 +85,7 @@ export class RecordWriteSupport {
     private readonly registry: RegistryService,
     private readonly audit: EntityAuditService,
     private readonly caches: EntityCacheInvalidator,
-    private readonly revocations: RevocationService,
+    private readonly hooks: RecordHooks,
   ) {}
 
   stale(entity: EntityInfo, id: number, storedMs: number | null): ConflictError {
@@ -120,7 +120,7 @@ export class RecordWriteSupport {
   async revokeTokensOf(tx: WriteTx, entity: EntityInfo, tenantId: string, id: number, at: number) {
     if (entity.table !== 'app_users' || tx.spansTwoDatabases)
       throw new ServiceError(`${entity.code} records are not users whose sessions can be revoked`);
-    await this.revocations.revokeUserTokens(tenantId, id, at, tx.config);
+    await this.hooks.revokeSessions(tenantId, id, at, tx.config);
   }
 
   /**

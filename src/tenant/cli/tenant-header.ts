@@ -5,6 +5,7 @@
  * `npm start` reads it). Only the header goes to stdout, so that
  * `curl -H "x-tenant-id: $(npm run -s tenant-header -- 1)" ...` works.
  */
+import { errorMessage } from '../../common/errors/error-message';
 import { existsSync } from 'node:fs';
 import { ConfigValidationError, type AppConfig } from '../../config/config.schema';
 import { DEV_SECRETS_FILE } from '../../config/dev-secrets';
@@ -98,7 +99,7 @@ if (require.main === module) {
   try {
     process.exitCode = main(process.argv.slice(2));
   } catch (err) {
-    process.stderr.write(`tenant-header failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`tenant-header failed: ${errorMessage(err)}\n`);
     process.exitCode = 1;
   }
 }

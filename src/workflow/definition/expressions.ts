@@ -1,3 +1,4 @@
+import { errorMessage } from '../../common/errors/error-message';
 import jsep from 'jsep';
 import { LRUCache } from 'lru-cache';
 
@@ -155,7 +156,7 @@ function parse(source: string): { ast: Ast } | { error: string } {
   try {
     return { ast: toAst(jsep(source)) };
   } catch (err) {
-    return { error: err instanceof Error ? err.message : String(err) };
+    return { error: errorMessage(err) };
   }
 }
 

@@ -1,3 +1,4 @@
+import { errorMessage } from '../../common/errors/error-message';
 import { FieldError, ValidationError } from '../../common/errors/app-error';
 import { expressionError } from './expressions';
 import { templateProblems } from './templates';
@@ -234,7 +235,7 @@ function schemaObject(raw: unknown, problems: Problems): Record<string, unknown>
     } catch (err) {
       problems.push({
         field: 'schema',
-        error: `is not valid JSON: ${err instanceof Error ? err.message : String(err)}`,
+        error: `is not valid JSON: ${errorMessage(err)}`,
       });
       return undefined;
     }

@@ -1,3 +1,4 @@
+import { errorMessage } from '../../common/errors/error-message';
 import { AppError } from '../../common/errors/app-error';
 
 /** A JSON object value, or {} for anything else (node outputs as stored). */
@@ -15,5 +16,5 @@ export function messageOf(err: unknown): string {
       : '';
     return `${err.code}: ${err.message}${details}`;
   }
-  return err instanceof Error ? err.message : String(err);
+  return errorMessage(err);
 }

@@ -5,7 +5,7 @@ import {
   NotFoundError,
   ValidationError,
 } from '../../common/errors/app-error';
-import { hasPermission } from '../../auth/permissions';
+import { hasPermission } from '../../profile/access/permissions';
 import { toDbTimestamp } from '../../database/dialect';
 import type { QueryRunner } from 'typeorm';
 import type { AuthUser } from '../../common/request-context';

@@ -1,6 +1,7 @@
+import { errorMessage } from '../../common/errors/error-message';
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import type Redis from 'ioredis';
-import { CacheService, errorMessage } from '../../cache/cache.service';
+import { CacheService } from '../../cache/cache.service';
 import type { CacheStore } from '../../cache/cache-store';
 import { RedisCacheStore } from '../../cache/redis-cache.store';
 

@@ -1,6 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { DatabaseService } from '../../database/database.service';
-import { columnText } from '../../database/raw-values';
+import { DatabaseService } from '../database/database.service';
+import { columnText } from '../database/raw-values';
+import { everyTenantConfigRows } from '../database/scope/tenant-rows';
+
+const PROFILE_TABLE = { table: 'app_object_profiles', prefix: 'prf' };
+const REGISTRY_TABLE = { table: 'app_object_registries', prefix: 'obj' };
 
 /** A live, active row of app_object_profiles as the catalog reads it (spec §2.6). */
 export interface CatalogProfileRow {
@@ -48,12 +52,8 @@ export class ProfileCatalogRepository {
 
   /** Every live, active profile of every tenant and the system-wide ones, by prf_id. */
   async activeProfiles(): Promise<CatalogProfileRow[]> {
-    const rows = await this.database.dataSource
-      .createQueryBuilder()
+    const rows = await everyTenantConfigRows(this.database.dataSource, PROFILE_TABLE, 'p')
       .select('p.*')
-      .from('app_object_profiles', 'p')
-      .where('(p.prf_is_deleted = :notDeleted OR p.prf_is_deleted IS NULL)', { notDeleted: false })
-      .andWhere('COALESCE(p.prf_status, 1) = 1')
       .orderBy('p.prf_id', 'ASC')
       .getRawMany<Record<string, unknown>>();
     return rows.map((raw) => {
@@ -74,14 +74,10 @@ export class ProfileCatalogRepository {
    * sources: their collection events reload the catalog (spec §4.5).
    */
   async catalogEntityCodes(): Promise<string[]> {
-    const rows = await this.database.dataSource
-      .createQueryBuilder()
+    const rows = await everyTenantConfigRows(this.database.dataSource, REGISTRY_TABLE, 'r')
       .select('r.obj_code', 'code')
       .addSelect('r.obj_payload_table', 'payload_table')
       .addSelect('r.obj_payload_object_name', 'object_name')
-      .from('app_object_registries', 'r')
-      .where('(r.obj_is_deleted = :notDeleted OR r.obj_is_deleted IS NULL)', { notDeleted: false })
-      .andWhere('COALESCE(r.obj_status, 1) = 1')
       .getRawMany<Record<string, unknown>>();
     const sources: readonly string[] = CATALOG_SOURCE_TABLES;
     const codes = rows

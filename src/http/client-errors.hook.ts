@@ -3,9 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { codeForStatus } from '../errors/error-codes';
+import { codeForStatus } from '../common/errors/error-codes';
 import { sendError } from './all-exceptions.filter';
-import { errorBody } from './envelope';
+import { errorBody } from '../common/http/envelope';
 
 /**
  * Answers in the error envelope (D17) where Fastify would answer with a body of its own before any

@@ -1,5 +1,6 @@
+import { errorMessage } from '../common/errors/error-message';
 import { Injectable, Logger } from '@nestjs/common';
-import { CacheService, errorMessage } from '../cache.service';
+import { CacheService } from '../cache/cache.service';
 import { isCatalogEntry } from './catalog-entry';
 import { ClearScope, clearDecision, namespacesOf } from './cache-clear';
 

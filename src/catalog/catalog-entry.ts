@@ -1,5 +1,5 @@
-import { errorMessage } from '../cache.service';
-import { EntityPolicy, normalisePolicy } from '../../profile/policy/policy.model';
+import { errorMessage } from '../common/errors/error-message';
+import { EntityPolicy, normalisePolicy } from '../profile/policy/policy.model';
 import type { CatalogProfileRow } from './profile-catalog.repository';
 
 /** The value of `{prefix}:profile:{PRF_CODE}` (spec §4.5): the row, its JSON parsed, its policy. */

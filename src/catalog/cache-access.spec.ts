@@ -1,4 +1,4 @@
-import type { AuthUser } from '../../common/request-context';
+import type { AuthUser } from '../common/request-context';
 import { canManageCache, catalogViewer, clearTarget } from './cache-access';
 
 const user = (permissions: string[], tenantId = '1'): AuthUser => ({

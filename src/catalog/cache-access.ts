@@ -1,6 +1,6 @@
-import { hasPermission, isSystemAdmin } from '../../auth/permissions';
-import { AuthorizationError } from '../../common/errors/app-error';
-import type { AuthUser } from '../../common/request-context';
+import { hasPermission, isSystemAdmin } from '../profile/access/permissions';
+import { AuthorizationError } from '../common/errors/app-error';
+import type { AuthUser } from '../common/request-context';
 
 /** D38: the cache routes need either permission (D9), which one route decorator cannot say. */
 export const CACHE_ADMIN_PERMISSIONS = ['admin:cache', 'admin:system'] as const;

@@ -9,15 +9,15 @@ import {
   RateLimiterRedis,
   RateLimiterRes,
 } from 'rate-limiter-flexible';
-import { WindowCounter } from './window-counter';
-import { TokenService } from '../../auth/token.service';
-import { CacheService } from '../../cache/cache.service';
-import { RedisCacheStore } from '../../cache/redis-cache.store';
-import { AppError, RateLimitedError } from '../errors/app-error';
-import { clientAddressKey } from './client-address';
-import { routePolicy } from './route-policy';
-import type { AppConfig } from '../../config/config.schema';
-import { InjectConfig } from '../../config/inject-config.decorator';
+import { WindowCounter } from '../common/http/window-counter';
+import { TokenService } from '../auth/token.service';
+import { CacheService } from '../cache/cache.service';
+import { RedisCacheStore } from '../cache/redis-cache.store';
+import { AppError, RateLimitedError } from '../common/errors/app-error';
+import { clientAddressKey } from '../common/http/client-address';
+import { routePolicy } from '../common/http/route-policy';
+import type { AppConfig } from '../config/config.schema';
+import { InjectConfig } from '../config/inject-config.decorator';
 
 /** Addresses remembered as blocked at once in one process; an LRU, so a flood of them is bounded. */
 const MAX_BLOCKED_ADDRESSES = 100_000;

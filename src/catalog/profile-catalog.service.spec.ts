@@ -1,9 +1,9 @@
 import { Logger } from '@nestjs/common';
-import type { AppConfig } from '../../config/config.schema';
-import type { BootstrapStep, StartupService } from '../../health/startup.service';
-import type { RegistryService } from '../../registry/registry.service';
-import { CacheService } from '../cache.service';
-import { CollectionEventsService } from '../collection-events';
+import type { AppConfig } from '../config/config.schema';
+import type { BootstrapStep, StartupService } from '../health/startup.service';
+import type { RegistryService } from '../registry/registry.service';
+import { CacheService } from '../cache/cache.service';
+import { CollectionEventsService } from '../cache/collection-events';
 import type { CatalogProfileRow, ProfileCatalogRepository } from './profile-catalog.repository';
 import { CATALOG_RELOAD_ENTITY, ProfileCatalogService } from './profile-catalog.service';
 

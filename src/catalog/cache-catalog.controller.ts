@@ -1,8 +1,8 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
 import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { Authenticated, CurrentUser } from '../../common/decorators/context.decorators';
-import { ApiEnvelope, ApiErrors } from '../../common/http/api-docs';
-import type { AuthUser } from '../../common/request-context';
+import { Authenticated, CurrentUser } from '../common/decorators/context.decorators';
+import { ApiEnvelope, ApiErrors } from '../common/http/api-docs';
+import type { AuthUser } from '../common/request-context';
 import { catalogViewer, clearTarget } from './cache-access';
 import { CatalogDto, ClearCacheDto, ClearResultDto, ReloadDto } from './cache.api-docs';
 import { CacheClearService } from './cache-clear.service';

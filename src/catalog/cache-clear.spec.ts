@@ -1,4 +1,4 @@
-import { CacheKeys } from '../cache-keys';
+import { CacheKeys } from '../cache/cache-keys';
 import {
   classifyKey,
   clearDecision,

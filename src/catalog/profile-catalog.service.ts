@@ -1,9 +1,10 @@
+import { errorMessage } from '../common/errors/error-message';
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { StartupService } from '../../health/startup.service';
-import { RegistryService } from '../../registry/registry.service';
-import { CACHE_TTL } from '../cache-keys';
-import { CacheService, errorMessage } from '../cache.service';
-import { CollectionEvent, CollectionEventSource, CollectionEventsService } from '../collection-events';
+import { StartupService } from '../health/startup.service';
+import { RegistryService } from '../registry/registry.service';
+import { CACHE_TTL } from '../cache/cache-keys';
+import { CacheService } from '../cache/cache.service';
+import { CollectionEvent, CollectionEventSource, CollectionEventsService } from '../cache/collection-events';
 import { CatalogEntry, catalogEntry, CatalogFailure, isCatalogEntry } from './catalog-entry';
 import { CATALOG_SOURCE_TABLES, ProfileCatalogRepository } from './profile-catalog.repository';
 

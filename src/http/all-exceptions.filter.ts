@@ -8,20 +8,20 @@ import {
   Optional,
 } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AppConfig } from '../../config/config.schema';
-import { InjectConfig } from '../../config/inject-config.decorator';
-import { DatabaseService } from '../../database/database.service';
-import { describeDatabaseError, isDatabaseUnavailableError } from '../../database/dialect/driver-errors';
-import { Dialect, dialectOf } from '../../database/dialect';
-import { AppError } from '../errors/app-error';
-import { codeForStatus, ErrorCode } from '../errors/error-codes';
+import type { AppConfig } from '../config/config.schema';
+import { InjectConfig } from '../config/inject-config.decorator';
+import { DatabaseService } from '../database/database.service';
+import { describeDatabaseError, isDatabaseUnavailableError } from '../database/dialect/driver-errors';
+import { Dialect, dialectOf } from '../database/dialect';
+import { AppError } from '../common/errors/app-error';
+import { codeForStatus, ErrorCode } from '../common/errors/error-codes';
 import {
   DATABASE_RETRY_AFTER_S,
   DATABASE_UNAVAILABLE_EVENT,
   DatabaseOutage,
   reachabilityProbe,
 } from './database-outage.hook';
-import { errorBody } from './envelope';
+import { errorBody } from '../common/http/envelope';
 
 interface Translated {
   status: number;

@@ -2,12 +2,12 @@ import { BadRequestException, Logger, NotFoundException, PayloadTooLargeExceptio
 import { Test } from '@nestjs/testing';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { QueryFailedError } from 'typeorm';
-import type { AppConfig } from '../../config/config.schema';
-import { APP_CONFIG } from '../../config/config.module';
-import { ConflictError, NotFoundError, ValidationError } from '../errors/app-error';
+import type { AppConfig } from '../config/config.schema';
+import { APP_CONFIG } from '../config/config.module';
+import { ConflictError, NotFoundError, ValidationError } from '../common/errors/app-error';
 import { AllExceptionsFilter, logUnexpectedError, sendError, translateError } from './all-exceptions.filter';
 import { DatabaseOutage } from './database-outage.hook';
-import { errorBody, successBody } from './envelope';
+import { errorBody, successBody } from '../common/http/envelope';
 
 /** What pg raises when its connection is cut under a query, as TypeORM hands it on. */
 const connectionLost = () =>
