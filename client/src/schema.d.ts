@@ -4,66 +4,6 @@
  */
 
 export interface paths {
-    "/api/cache/catalog": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The profile codes in the start-up catalog (`{prefix}:profile:{PRF_CODE}`, no expiry)
-         * @description Needs admin:cache or admin:system.
-         */
-        get: operations["getCacheCatalog"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/cache/reload": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Reload the whole profile catalog from the database, on this instance and (via the collection event) on every other
-         * @description Also drops the profile loader entries and the registry cache. Needs admin:cache or admin:system. Profiles that cannot be loaded are listed in `profiles.failed` and logged; the reload still succeeds.
-         */
-        post: operations["reloadCacheCatalog"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/admin/cache/clear": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Remove the cached keys of a scope (default all), of one tenant or of every tenant
-         * @description Needs admin:cache (own tenant's keys) or admin:system (any tenant's, or every tenant's without tenantId). Security state is never removed: token revocations, sign-up codes and counters, rate-limit and sign-in throttle counters. The start-up catalog stays empty after a profiles or all clear until POST /api/cache/reload.
-         */
-        post: operations["clearCache"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -302,6 +242,66 @@ export interface paths {
          * @description Body `{email_id, otp, password}` or `{password, session}`. A code lives 10 minutes, allows 5 attempts and works once; a code or link of another tenant is refused (400).
          */
         post: operations["createAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/cache/catalog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The profile codes in the start-up catalog (`{prefix}:profile:{PRF_CODE}`, no expiry)
+         * @description Needs admin:cache or admin:system.
+         */
+        get: operations["getCacheCatalog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/cache/reload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reload the whole profile catalog from the database, on this instance and (via the collection event) on every other
+         * @description Also drops the profile loader entries and the registry cache. Needs admin:cache or admin:system. Profiles that cannot be loaded are listed in `profiles.failed` and logged; the reload still succeeds.
+         */
+        post: operations["reloadCacheCatalog"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/cache/clear": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove the cached keys of a scope (default all), of one tenant or of every tenant
+         * @description Needs admin:cache (own tenant's keys) or admin:system (any tenant's, or every tenant's without tenantId). Security state is never removed: token revocations, sign-up codes and counters, rate-limit and sign-in throttle counters. The start-up catalog stays empty after a profiles or all clear until POST /api/cache/reload.
+         */
+        post: operations["clearCache"];
         delete?: never;
         options?: never;
         head?: never;
@@ -904,86 +904,6 @@ export interface components {
             error: components["schemas"]["ErrorDetailDto"];
             meta: components["schemas"]["MetaDto"];
         };
-        CatalogProfilesDto: {
-            /**
-             * @description Number of profile codes in `keys`
-             * @example 4
-             */
-            count: number;
-            /**
-             * @description PRF_CODEs whose `{prefix}:profile:{PRF_CODE}` key is in the store, sorted. A system administrator sees every profile; anyone else the system-wide profiles and its own tenant's.
-             * @example [
-             *       "customers",
-             *       "orders",
-             *       "roles",
-             *       "users"
-             *     ]
-             */
-            keys: string[];
-        };
-        CatalogDto: {
-            profiles: components["schemas"]["CatalogProfilesDto"];
-        };
-        CatalogFailureDto: {
-            /** @example broken_profile */
-            code: string;
-            /**
-             * @description prf_tenant_id; null = system-wide
-             * @example null
-             */
-            tenantId: string | null;
-            /**
-             * @description serialize: a JSON column or the policy is invalid
-             * @enum {string}
-             */
-            stage: "serialize" | "store";
-            /** @example prf_policy is not JSON (Unexpected token) */
-            reason: string;
-        };
-        ReloadProfilesDto: {
-            /**
-             * @description Number of profile codes in `keys`
-             * @example 4
-             */
-            count: number;
-            /**
-             * @description PRF_CODEs whose `{prefix}:profile:{PRF_CODE}` key is in the store, sorted. A system administrator sees every profile; anyone else the system-wide profiles and its own tenant's.
-             * @example [
-             *       "customers",
-             *       "orders",
-             *       "roles",
-             *       "users"
-             *     ]
-             */
-            keys: string[];
-            /** @description Profiles of this load that are not in the catalog, and why (also logged) */
-            failed: components["schemas"]["CatalogFailureDto"][];
-        };
-        ReloadDto: {
-            profiles: components["schemas"]["ReloadProfilesDto"];
-            /**
-             * @description When this load started
-             * @example 2026-11-21T12:00:00.000Z
-             */
-            reloadedAt: string;
-        };
-        ClearResultDto: {
-            /**
-             * @description Number of keys removed
-             * @example 12
-             */
-            cleared: number;
-        };
-        ClearCacheDto: {
-            /**
-             * @description profiles: the start-up catalog and the profile loader entries; config: registry, page, workflow, dataview, navigation, value-set and entity-config entries; lists: entity list pages; all: every key under the prefix. Never removed: token revocations, sign-up codes and counters, rate-limit and sign-in throttle counters.
-             * @default all
-             * @enum {string}
-             */
-            scope: "all" | "profiles" | "config" | "lists";
-            /** @description A tenant id, as digits or a number: only this tenant's keys. Without it a system administrator (admin:system) clears every tenant's keys and anyone else its own tenant's; another tenant's id needs admin:system (403 otherwise). */
-            tenantId?: string | number;
-        };
         TenantConfigDto: {
             tenant_id: string;
             tenant_code: string;
@@ -1073,6 +993,86 @@ export interface components {
             session?: string;
             /** @example a-long-Passw0rd */
             password: string;
+        };
+        CatalogProfilesDto: {
+            /**
+             * @description Number of profile codes in `keys`
+             * @example 4
+             */
+            count: number;
+            /**
+             * @description PRF_CODEs whose `{prefix}:profile:{PRF_CODE}` key is in the store, sorted. A system administrator sees every profile; anyone else the system-wide profiles and its own tenant's.
+             * @example [
+             *       "customers",
+             *       "orders",
+             *       "roles",
+             *       "users"
+             *     ]
+             */
+            keys: string[];
+        };
+        CatalogDto: {
+            profiles: components["schemas"]["CatalogProfilesDto"];
+        };
+        CatalogFailureDto: {
+            /** @example broken_profile */
+            code: string;
+            /**
+             * @description prf_tenant_id; null = system-wide
+             * @example null
+             */
+            tenantId: string | null;
+            /**
+             * @description serialize: a JSON column or the policy is invalid
+             * @enum {string}
+             */
+            stage: "serialize" | "store";
+            /** @example prf_policy is not JSON (Unexpected token) */
+            reason: string;
+        };
+        ReloadProfilesDto: {
+            /**
+             * @description Number of profile codes in `keys`
+             * @example 4
+             */
+            count: number;
+            /**
+             * @description PRF_CODEs whose `{prefix}:profile:{PRF_CODE}` key is in the store, sorted. A system administrator sees every profile; anyone else the system-wide profiles and its own tenant's.
+             * @example [
+             *       "customers",
+             *       "orders",
+             *       "roles",
+             *       "users"
+             *     ]
+             */
+            keys: string[];
+            /** @description Profiles of this load that are not in the catalog, and why (also logged) */
+            failed: components["schemas"]["CatalogFailureDto"][];
+        };
+        ReloadDto: {
+            profiles: components["schemas"]["ReloadProfilesDto"];
+            /**
+             * @description When this load started
+             * @example 2026-11-21T12:00:00.000Z
+             */
+            reloadedAt: string;
+        };
+        ClearResultDto: {
+            /**
+             * @description Number of keys removed
+             * @example 12
+             */
+            cleared: number;
+        };
+        ClearCacheDto: {
+            /**
+             * @description profiles: the start-up catalog and the profile loader entries; config: registry, page, workflow, dataview, navigation, value-set and entity-config entries; lists: entity list pages; all: every key under the prefix. Never removed: token revocations, sign-up codes and counters, rate-limit and sign-in throttle counters.
+             * @default all
+             * @enum {string}
+             */
+            scope: "all" | "profiles" | "config" | "lists";
+            /** @description A tenant id, as digits or a number: only this tenant's keys. Without it a system administrator (admin:system) clears every tenant's keys and anyone else its own tenant's; another tenant's id needs admin:system (403 otherwise). */
+            tenantId?: string | number;
         };
         /**
          * Customers
@@ -1322,393 +1322,6 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    getCacheCatalog: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success envelope (D16) */
-            200: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
-                    "x-ratelimit-remaining"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /**
-                         * @example true
-                         * @enum {boolean}
-                         */
-                        success: true;
-                        data: components["schemas"]["CatalogDto"];
-                        meta: components["schemas"]["MetaDto"];
-                    };
-                };
-            };
-            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
-            400: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
-            401: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
-            403: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_FOUND: Not found */
-            404: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description RATE_LIMITED: Too many requests (Retry-After) */
-            429: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
-            500: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
-            503: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-        };
-    };
-    reloadCacheCatalog: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success envelope (D16) */
-            200: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
-                    "x-ratelimit-remaining"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /**
-                         * @example true
-                         * @enum {boolean}
-                         */
-                        success: true;
-                        data: components["schemas"]["ReloadDto"];
-                        meta: components["schemas"]["MetaDto"];
-                    };
-                };
-            };
-            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
-            400: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
-            401: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
-            403: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_FOUND: Not found */
-            404: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
-            413: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
-            415: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description RATE_LIMITED: Too many requests (Retry-After) */
-            429: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
-            500: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
-            503: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-        };
-    };
-    clearCache: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["ClearCacheDto"];
-            };
-        };
-        responses: {
-            /** @description Success envelope (D16) */
-            200: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
-                    "x-ratelimit-remaining"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /**
-                         * @example true
-                         * @enum {boolean}
-                         */
-                        success: true;
-                        data: components["schemas"]["ClearResultDto"];
-                        meta: components["schemas"]["MetaDto"];
-                    };
-                };
-            };
-            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
-            400: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
-            401: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
-            403: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_FOUND: Not found */
-            404: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
-            413: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
-            415: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description RATE_LIMITED: Too many requests (Retry-After) */
-            429: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
-            500: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
-            503: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-        };
-    };
     getLiveness: {
         parameters: {
             query?: never;
@@ -2977,6 +2590,393 @@ export interface operations {
             };
             /** @description CONFLICT: Conflict (stale lastModified, dependents, duplicate unique value) */
             409: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    getCacheCatalog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope (D16) */
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: components["schemas"]["CatalogDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    reloadCacheCatalog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope (D16) */
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: components["schemas"]["ReloadDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    clearCache: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ClearCacheDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope (D16) */
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: components["schemas"]["ClearResultDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
                     "x-request-id": string;

@@ -2,15 +2,14 @@ import { Controller, Get, Param, Req, Res } from '@nestjs/common';
 import { ApiHeader, ApiOkResponse, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
+  CurrentActor,
   CurrentTenant,
-  CurrentUser,
-  RequestId,
   RequireFeature,
   RequirePermission,
 } from '../common/decorators/context.decorators';
 import { ApiErrors } from '../common/http/api-docs';
 import { Enveloped } from '../common/http/envelope';
-import type { AuthUser, TenantContext } from '../common/request-context';
+import type { Actor, TenantContext } from '../common/request-context';
 import { entityTags } from '../records/concurrency-token';
 import { configAnswer, DataviewConfigService } from './config/dataview-config.service';
 import { ApiGridQuery, CONFIG_SCHEMA, DATA_SCHEMA } from './dataview.api-docs';
@@ -82,13 +81,11 @@ export class DataviewController {
   )
   async data(
     @Req() request: FastifyRequest,
-    @CurrentTenant() tenant: TenantContext,
-    @CurrentUser() user: AuthUser,
-    @RequestId() requestId: string,
+    @CurrentActor() actor: Actor,
     @Param('dvc_code') code: string,
   ): Promise<Enveloped<unknown[]>> {
     const input = parseGridRequest(request.query);
-    const answer = await this.readData.execute(tenant.id, user, requestId, code, input);
+    const answer = await this.readData.execute(actor, code, input);
     return new Enveloped<unknown[]>(answer.data, answer.extras);
   }
 }

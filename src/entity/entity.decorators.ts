@@ -2,6 +2,7 @@ import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { LoadedProfile } from '../profile/profile-loader.service';
 import type { RecordContext } from '../records/record-context';
+import { RecordContextFactory } from '../records/record-context.factory';
 import type { EntityInfo } from '../registry/registry.types';
 import { parseListQuery } from './list-query';
 
@@ -18,14 +19,11 @@ declare module 'fastify' {
 export function recordContextOf(request: FastifyRequest): RecordContext {
   const { entity, profile, user, tenant } = request;
   if (!entity || !profile || !user || !tenant) throw new Error('Entity request chain did not run');
-  return {
-    tenantId: tenant.id,
-    user,
+  return RecordContextFactory.fromResolved(
+    { tenantId: tenant.id, user, requestId: request.id },
     entity,
-    policy: profile.policy,
-    profileId: profile.profile.prf_id,
-    requestId: request.id,
-  };
+    profile,
+  );
 }
 
 /** `@RecordCtx()`: the RecordContext of the request (tenant, user, entity, policy, request id). */

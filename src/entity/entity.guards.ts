@@ -1,7 +1,7 @@
 import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { canPerform, maintainedByAllows } from '../profile/access/can-perform';
+import { assertCanPerform } from '../profile/access/can-perform';
 import { AppError, AuthorizationError, ValidationError } from '../common/errors/app-error';
 import { entityCodeOf, ProfileLoaderService, profileNotFound } from '../profile/profile-loader.service';
 import { RegistryService } from '../registry/registry.service';
@@ -78,40 +78,20 @@ export class ProfileLoaderGuard implements CanActivate {
   }
 }
 
-/** Chain step 4 (D21): mutating a system-maintained entity needs admin:system. */
-@Injectable()
-export class MaintainedByGuard implements CanActivate {
-  constructor(private readonly reflector: Reflector) {}
-
-  private actionOf(context: ExecutionContext): EntityAction | undefined {
-    return routeAction(this.reflector, context.getHandler());
-  }
-
-  canActivate(context: ExecutionContext): boolean {
-    const action = this.actionOf(context);
-    const request = context.switchToHttp().getRequest<FastifyRequest>();
-    if (!action || !request.entity || !request.user) throw new AuthorizationError('Entity access denied');
-    const decision = maintainedByAllows(action, request.entity, request.user);
-    if (!decision.allowed) throw new AuthorizationError(decision.reason);
-    return true;
-  }
-}
-
-/** Chain step 5 (D22): the one access decision (canPerform) for the route's action. */
+/**
+ * Chain steps 4 and 5 (D21, D22): the one access decision, canPerform, for the route's action —
+ * the maintained-by rule first, then role, profile, mode and object. A fast 403 before the
+ * controller; the records use cases ask again and never trust that this ran.
+ */
 @Injectable()
 export class EntityAccessGuard implements CanActivate {
   constructor(private readonly reflector: Reflector) {}
 
-  private actionOf(context: ExecutionContext): EntityAction | undefined {
-    return routeAction(this.reflector, context.getHandler());
-  }
-
   canActivate(context: ExecutionContext): boolean {
-    const action = this.actionOf(context);
+    const action = routeAction(this.reflector, context.getHandler());
     const { entity, profile, user } = context.switchToHttp().getRequest<FastifyRequest>();
     if (!action || !entity || !profile || !user) throw new AuthorizationError('Entity access denied');
-    const decision = canPerform(action, entity, profile.policy, user);
-    if (!decision.allowed) throw new AuthorizationError(decision.reason);
+    assertCanPerform(action, { entity, policy: profile.policy, user });
     return true;
   }
 }
@@ -125,7 +105,6 @@ export class EntityChainGuard implements CanActivate {
   constructor(
     private readonly entityInfo: EntityInfoGuard,
     private readonly profileLoader: ProfileLoaderGuard,
-    private readonly maintainedBy: MaintainedByGuard,
     private readonly entityAccess: EntityAccessGuard,
   ) {}
 
@@ -143,10 +122,8 @@ export class EntityChainGuard implements CanActivate {
       : Promise.resolve(profile).then(() => this.access(context));
   }
 
-  private access(context: ExecutionContext): true {
-    this.maintainedBy.canActivate(context);
-    this.entityAccess.canActivate(context);
-    return true;
+  private access(context: ExecutionContext): boolean {
+    return this.entityAccess.canActivate(context);
   }
 }
 

@@ -4,13 +4,7 @@ import { RecordsModule } from '../records/records.module';
 import { RegistryModule } from '../registry/registry.module';
 import { EntityWriteController } from './entity-write.controller';
 import { EntityController } from './entity.controller';
-import {
-  EntityAccessGuard,
-  EntityChainGuard,
-  EntityInfoGuard,
-  MaintainedByGuard,
-  ProfileLoaderGuard,
-} from './entity.guards';
+import { EntityAccessGuard, EntityChainGuard, EntityInfoGuard, ProfileLoaderGuard } from './entity.guards';
 
 /**
  * The HTTP adapter of the records core (spec §4.3 both path styles): guards resolve tenant, user,
@@ -20,6 +14,6 @@ import {
 @Module({
   imports: [RegistryModule, ProfileModule, RecordsModule],
   controllers: [EntityController, EntityWriteController],
-  providers: [EntityInfoGuard, ProfileLoaderGuard, MaintainedByGuard, EntityAccessGuard, EntityChainGuard],
+  providers: [EntityInfoGuard, ProfileLoaderGuard, EntityAccessGuard, EntityChainGuard],
 })
 export class EntityModule {}

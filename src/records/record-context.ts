@@ -1,21 +1,19 @@
-import type { AuthUser } from '../common/request-context';
+import type { Actor, AuthUser } from '../common/request-context';
+
+export type { Actor };
 import type { EntityPolicy } from '../profile/policy/policy.model';
 import type { EntityInfo } from '../registry/registry.types';
 
 /**
- * Everything a records use case needs to know about who acts on what (D47): explicit in every call,
- * built by the HTTP adapter from the guards' results or by a worker from the ids stored in its job
- * (RecordContextFactory). The tenant id is required by type: no statement on tenant data can be
- * built without it.
+ * Everything a records use case needs to know about who acts on what (D47): the actor, the entity
+ * and the policy of its profile. Built only by RecordContextFactory, through one of its three
+ * entrances (an HTTP request's resolved entity, stored ids, a dataview's source).
  */
-export interface RecordContext {
-  readonly tenantId: string;
-  readonly user: AuthUser;
+export interface RecordContext extends Actor {
   readonly entity: EntityInfo;
   readonly policy: EntityPolicy;
   /** The profile row the policy came from (part of list cache keys). */
   readonly profileId: number | null;
-  readonly requestId: string;
 }
 
 /** The part of a context the scope builder needs: whose rows, as whom. */

@@ -44,15 +44,16 @@ export class TenantGuard implements CanActivate {
 
     // A tenant held in memory is checked without a promise; else it is read (cache, database).
     const held = this.tenants.peek(tenantId);
-    if (held !== undefined) return this.admit(request, policy.feature, held ?? undefined);
-    return this.tenants.findById(tenantId).then((tenant) => this.admit(request, policy.feature, tenant));
+    if (held !== undefined) return this.admit(request, policy.features, held ?? undefined);
+    return this.tenants.findById(tenantId).then((tenant) => this.admit(request, policy.features, tenant));
   }
 
-  /** The tenant must exist, be active and have the route's feature; then it is the request's. */
-  private admit(request: FastifyRequest, feature: string | undefined, tenant: TenantRow | undefined): true {
+  /** The tenant must exist, be active and have the route's features; then it is the request's. */
+  private admit(request: FastifyRequest, features: readonly string[], tenant: TenantRow | undefined): true {
     if (!tenant) throw new NotFoundError('Tenant not found', { 'x-tenant-id': 'unknown_tenant' });
     if (!isTenantActive(tenant)) throw new AuthorizationError('Tenant is not active');
-    if (feature && tenant.features[feature] === false) {
+    const feature = features.find((f) => tenant.features[f] === false);
+    if (feature) {
       throw new AuthorizationError(`Feature ${feature} is disabled for this tenant`, 'FEATURE_DISABLED');
     }
     request.tenant = { id: tenant.id, code: tenant.code, name: tenant.name, features: tenant.features };

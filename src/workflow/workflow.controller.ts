@@ -10,9 +10,8 @@ import {
 } from '@nestjs/swagger';
 import {
   Authenticated,
+  CurrentActor,
   CurrentTenant,
-  CurrentUser,
-  RequestId,
   RequireFeature,
   RequirePermission,
 } from '../common/decorators/context.decorators';
@@ -20,13 +19,12 @@ import { NotFoundError, ValidationError, type FieldError } from '../common/error
 import { parseRecordId } from '../records/values';
 import { ApiErrors, envelopeSchema } from '../common/http/api-docs';
 import { Enveloped } from '../common/http/envelope';
-import type { AuthUser, TenantContext } from '../common/request-context';
+import type { Actor, TenantContext } from '../common/request-context';
 import { WorkflowDefinitionsService, type WorkflowSummary } from './definition/workflow-definitions.service';
 import type { LogRow } from './instance/journal.repository';
 import { INSTANCE_STATES, isInstanceState, type InstanceState } from './instance/state-machine';
 import {
   WorkflowInstancesService,
-  type Actor,
   type InstanceView,
 } from './instance/workflow-instances.service';
 import {
@@ -189,9 +187,7 @@ export class WorkflowController {
   })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
   async start(
-    @CurrentTenant() tenant: TenantContext,
-    @CurrentUser() user: AuthUser,
-    @RequestId() requestId: string,
+    @CurrentActor() actor: Actor,
     @Param('code') code: string,
     @Body() body: unknown,
   ): Promise<InstanceView & { instanceId: number }> {
@@ -206,7 +202,7 @@ export class WorkflowController {
         'Validation failed',
         extra.map((k) => ({ field: k, error: 'is not a field of this request (input, version)' })),
       );
-    return this.instances.start(this.actor(tenant, user, requestId), code, b);
+    return this.instances.start(actor, code, b);
   }
 
   @Get('instances/:id')
@@ -268,14 +264,12 @@ export class WorkflowController {
     'reason',
   )
   async pause(
-    @CurrentTenant() tenant: TenantContext,
-    @CurrentUser() user: AuthUser,
-    @RequestId() requestId: string,
+    @CurrentActor() actor: Actor,
     @Param('id') id: string,
     @Body() body: unknown,
   ): Promise<InstanceView> {
     return this.instances.pause(
-      this.actor(tenant, user, requestId),
+      actor,
       parseInstanceId(id),
       optionalText(body, 'reason'),
     );
@@ -289,14 +283,12 @@ export class WorkflowController {
     'reason',
   )
   async resume(
-    @CurrentTenant() tenant: TenantContext,
-    @CurrentUser() user: AuthUser,
-    @RequestId() requestId: string,
+    @CurrentActor() actor: Actor,
     @Param('id') id: string,
     @Body() body: unknown,
   ): Promise<InstanceView> {
     return this.instances.resume(
-      this.actor(tenant, user, requestId),
+      actor,
       parseInstanceId(id),
       optionalText(body, 'reason'),
     );
@@ -310,14 +302,12 @@ export class WorkflowController {
     'reason',
   )
   async cancel(
-    @CurrentTenant() tenant: TenantContext,
-    @CurrentUser() user: AuthUser,
-    @RequestId() requestId: string,
+    @CurrentActor() actor: Actor,
     @Param('id') id: string,
     @Body() body: unknown,
   ): Promise<InstanceView> {
     return this.instances.cancel(
-      this.actor(tenant, user, requestId),
+      actor,
       parseInstanceId(id),
       optionalText(body, 'reason'),
     );
@@ -331,14 +321,12 @@ export class WorkflowController {
     'comment',
   )
   async approve(
-    @CurrentTenant() tenant: TenantContext,
-    @CurrentUser() user: AuthUser,
-    @RequestId() requestId: string,
+    @CurrentActor() actor: Actor,
     @Param('id') id: string,
     @Body() body: unknown,
   ): Promise<InstanceView> {
     return this.instances.decide(
-      this.actor(tenant, user, requestId),
+      actor,
       parseInstanceId(id),
       'approved',
       optionalText(body, 'comment'),
@@ -353,21 +341,15 @@ export class WorkflowController {
     'comment',
   )
   async reject(
-    @CurrentTenant() tenant: TenantContext,
-    @CurrentUser() user: AuthUser,
-    @RequestId() requestId: string,
+    @CurrentActor() actor: Actor,
     @Param('id') id: string,
     @Body() body: unknown,
   ): Promise<InstanceView> {
     return this.instances.decide(
-      this.actor(tenant, user, requestId),
+      actor,
       parseInstanceId(id),
       'rejected',
       optionalText(body, 'comment'),
     );
-  }
-
-  private actor(tenant: TenantContext, user: AuthUser, requestId: string): Actor {
-    return { tenantId: tenant.id, user, requestId };
   }
 }

@@ -52,7 +52,7 @@ describe('Records core without HTTP (D47)', () => {
   /** A context as a worker builds it: from the ids stored in its job. */
   async function contextFor(email: string, tenantId: string, entityCode: string): Promise<RecordContext> {
     const user = await t.app.get(UsersRepository).findByEmail(tenantId, email);
-    return factory.build({ tenantId, userId: user!.id, entityCode, requestId: `int-${entityCode}` });
+    return factory.fromIds({ tenantId, userId: user!.id, entityCode, requestId: `int-${entityCode}` });
   }
 
   const allRows = async (ctx: RecordContext): Promise<Json[]> => {

@@ -2,7 +2,7 @@ import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } 
 import type { FastifyRequest } from 'fastify';
 import { AuthorizationError } from '../errors/app-error';
 import { ApiProtected, ApiTenantOnly } from '../http/api-docs';
-import type { AuthUser, TenantContext } from '../request-context';
+import type { Actor, AuthUser, TenantContext } from '../request-context';
 import type { RequestScope } from '../request-scope';
 
 /** What the guards put on the request: the tenant (TenantGuard) and the user (JwtAuthGuard). */
@@ -35,9 +35,12 @@ export const Authenticated = (): MethodDecorator & ClassDecorator => ApiProtecte
 /** Swagger security of a public route that still needs the tenant header (sign-in, sign-up…). */
 export const TenantOnly = (): MethodDecorator & ClassDecorator => ApiTenantOnly();
 
-/** The route belongs to a tenant feature (D10); a disabled feature answers 403 FEATURE_DISABLED. */
-export const RequireFeature = (feature: string): MethodDecorator & ClassDecorator =>
-  SetMetadata(REQUIRED_FEATURE, feature);
+/**
+ * The route belongs to tenant features (D10), each needed; a disabled one answers 403
+ * FEATURE_DISABLED. A handler's list replaces its controller's.
+ */
+export const RequireFeature = (...features: string[]): MethodDecorator & ClassDecorator =>
+  SetMetadata(REQUIRED_FEATURE, features);
 
 export const CurrentTenant = createParamDecorator((_: unknown, ctx: ExecutionContext): TenantContext => {
   const tenant = ctx.switchToHttp().getRequest<FastifyRequest>().tenant;
@@ -49,6 +52,13 @@ export const CurrentUser = createParamDecorator((_: unknown, ctx: ExecutionConte
   const user = ctx.switchToHttp().getRequest<FastifyRequest>().user;
   if (!user) throw new AuthorizationError('No user context');
   return user;
+});
+
+/** The request's actor (D47): its tenant, user and request id, as the guards resolved them. */
+export const CurrentActor = createParamDecorator((_: unknown, ctx: ExecutionContext): Actor => {
+  const request = ctx.switchToHttp().getRequest<FastifyRequest>();
+  if (!request.tenant || !request.user) throw new AuthorizationError('No user context');
+  return { tenantId: request.tenant.id, user: request.user, requestId: request.id };
 });
 
 /** The request's id (D19), for use cases that record it (audit rows, jobs). */

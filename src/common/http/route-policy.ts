@@ -9,8 +9,8 @@ export interface RoutePolicy {
   readonly noTenant: boolean;
   /** @Public(): no token. */
   readonly isPublic: boolean;
-  /** @RequireFeature(): the tenant feature the route needs. */
-  readonly feature: string | undefined;
+  /** @RequireFeature(): the tenant features the route needs. */
+  readonly features: readonly string[];
   /** @RequirePermission(): the permission the route needs. */
   readonly permission: string | undefined;
 }
@@ -34,7 +34,7 @@ export function routePolicy(context: ExecutionContext): RoutePolicy {
     policy = Object.freeze({
       noTenant: reflector.getAllAndOverride<boolean | undefined>(NO_TENANT, targets) === true,
       isPublic: reflector.getAllAndOverride<boolean | undefined>(IS_PUBLIC, targets) === true,
-      feature: reflector.getAllAndOverride<string | undefined>(REQUIRED_FEATURE, targets),
+      features: reflector.getAllAndOverride<string[] | undefined>(REQUIRED_FEATURE, targets) ?? [],
       permission: reflector.getAllAndOverride<string | undefined>(REQUIRED_PERMISSION, targets),
     });
     byHandler.set(handler, policy);

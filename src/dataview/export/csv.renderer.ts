@@ -34,6 +34,10 @@ export class CsvRenderer implements ExportRenderer {
           });
         }
     }
-    await pipeline(Readable.from(records()), stringify({ record_delimiter: 'windows', quoted_match: QUOTED_MATCH }), out);
+    await pipeline(
+      Readable.from(records()),
+      stringify({ record_delimiter: 'windows', quoted_match: QUOTED_MATCH }),
+      out,
+    );
   }
 }

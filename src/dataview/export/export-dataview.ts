@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { AuthorizationError, ValidationError } from '../../common/errors/app-error';
-import type { AuthUser, TenantContext } from '../../common/request-context';
-import { ProfileLoaderService } from '../../profile/profile-loader.service';
+import { ValidationError } from '../../common/errors/app-error';
+import type { Actor } from '../../common/request-context';
+import { RecordContextFactory } from '../../records/record-context.factory';
 import type { Row } from '../../records/records-read.repository';
 import { AggregateRecords } from '../../records/use-cases/aggregate-records';
 import { PageRecords } from '../../records/use-cases/read-records';
@@ -12,7 +12,6 @@ import { gridConfigOf } from '../grid/grid-config';
 import { kindOf, planGrid } from '../grid/grid-query';
 import type { RecordContext } from '../../records/record-context';
 import type { GridPlan } from '../grid/grid-query';
-import { sourceContext } from '../grid/source-context';
 import { CellKind, ExportColumn, exportFilename, ExportInput, ExportMeta } from './export-model';
 import type { ExportRequest } from './export-request';
 import { RENDERERS } from './renderers';
@@ -110,24 +109,15 @@ export function exportColumns(
 export class ExportDataview {
   constructor(
     private readonly configs: DataviewConfigService,
-    private readonly profiles: ProfileLoaderService,
+    private readonly contexts: RecordContextFactory,
     private readonly pages: PageRecords,
     private readonly aggregates: AggregateRecords,
     @Inject(EXPORT_STORE) private readonly store: ExportStore,
     @Inject(EXPORT_RENDER_POOL) private readonly pool: RenderPool,
   ) {}
 
-  async prepare(
-    tenant: TenantContext,
-    user: AuthUser,
-    requestId: string,
-    code: string,
-    request: ExportRequest,
-  ): Promise<PreparedExport> {
-    // The route is guarded by the `export` feature; the dataviews feature is needed too (D10).
-    if (tenant.features.dataviews === false)
-      throw new AuthorizationError('Feature dataviews is disabled for this tenant', 'FEATURE_DISABLED');
-    const def = await this.configs.get(tenant.id, code);
+  async prepare(actor: Actor, code: string, request: ExportRequest): Promise<PreparedExport> {
+    const def = await this.configs.get(actor.tenantId, code);
     const settings = isObject(def.config.export) ? def.config.export : {};
     if (settings.enableExport !== true)
       throw new ValidationError('Invalid export request', [
@@ -142,9 +132,8 @@ export class ExportDataview {
         },
       ]);
 
-    const ctx = await sourceContext(this.profiles, { tenantId: tenant.id, user, requestId }, def, {
-      export: true,
-    });
+    // The one access decision: read, and export as the role's `export:dataview` grants it.
+    const ctx = await this.contexts.forSource(actor, def.sourceEntity, 'export');
     const grid = gridConfigOf(def.config);
     const plan = planGrid(grid, ctx.entity, ctx.policy, request.grid);
     const now = new Date();
@@ -159,7 +148,7 @@ export class ExportDataview {
       })),
       sort: plan.query.sort.map((s) => ({ fieldCode: s.field, direction: s.direction })),
       search: plan.query.search?.text ?? null,
-      exportedBy: user.email,
+      exportedBy: actor.user.email,
       exportedAt: now,
     };
     return {

@@ -1,7 +1,5 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { hasPermission } from '../../profile/access/permissions';
 import { AuthorizationError, ValidationError } from '../../common/errors/app-error';
-import type { TenantContext } from '../../common/request-context';
 import type { AppConfig } from '../../config/config.schema';
 import { InjectConfig } from '../../config/inject-config.decorator';
 import type { ClaimedJob, JobHandler, JobRun } from '../../jobs/job.types';
@@ -11,6 +9,9 @@ import { TenantLookupService } from '../../tenant/tenant-lookup.service';
 import { isTenantActive } from '../../tenant/tenants.repository';
 import { ExportAnswer, ExportDataview } from './export-dataview';
 import { parseExportRequest } from './export-request';
+
+/** The tenant features an export needs (D10), checked by the route's guard and by the job. */
+export const EXPORT_FEATURES = ['dataviews', 'export'] as const;
 
 export const EXPORT_JOB_KIND = 'dataview.export';
 
@@ -58,22 +59,20 @@ export class ExportJob implements JobHandler, OnModuleInit {
   async run(job: ClaimedJob, run: JobRun): Promise<ExportAnswer> {
     const input = exportJobInput(job.input);
     const requestId = job.requestId ?? `job-${job.id}`;
+    // The route's guards ran when the job was queued; the tenant and its features are checked again
+    // as they are now, and prepare takes the access decision again as the user is now.
     const row = await this.tenants.findById(job.tenantId);
     if (!row || !isTenantActive(row)) throw new AuthorizationError('Tenant is not active');
-    if (row.features.export === false)
-      throw new AuthorizationError('Feature export is disabled for this tenant', 'FEATURE_DISABLED');
-    const tenant: TenantContext = { id: row.id, code: row.code, name: row.name, features: row.features };
+    const disabled = EXPORT_FEATURES.find((f) => row.features[f] === false);
+    if (disabled)
+      throw new AuthorizationError(`Feature ${disabled} is disabled for this tenant`, 'FEATURE_DISABLED');
     if (job.createdBy === null) throw new AuthorizationError('The export has no user to act as');
-    const user = await this.contexts.actingUser({ tenantId: job.tenantId, userId: job.createdBy, requestId });
-    if (!hasPermission(user.permissions, 'export:dataview'))
-      throw new AuthorizationError('Missing permission export:dataview');
-    const prepared = await this.exporter.prepare(
-      tenant,
-      user,
+    const actor = await this.contexts.actorFromIds({
+      tenantId: job.tenantId,
+      userId: job.createdBy,
       requestId,
-      input.dataviewCode,
-      parseExportRequest(input.body),
-    );
+    });
+    const prepared = await this.exporter.prepare(actor, input.dataviewCode, parseExportRequest(input.body));
     return this.exporter.produce(prepared, {
       signal: run.signal,
       onProgress: (processed, total) => run.progress(processed, total),

@@ -2,21 +2,21 @@ import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/commo
 import { ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import {
+  CurrentActor,
   CurrentTenant,
   CurrentUser,
-  RequestId,
   RequireFeature,
   RequirePermission,
 } from '../../common/decorators/context.decorators';
 import { AuthorizationError } from '../../common/errors/app-error';
 import { ApiErrors } from '../../common/http/api-docs';
-import type { AuthUser, TenantContext } from '../../common/request-context';
+import type { Actor, AuthUser, TenantContext } from '../../common/request-context';
 import type { AppConfig } from '../../config/config.schema';
 import { InjectConfig } from '../../config/inject-config.decorator';
 import { JobsService, type AdmissionLimits } from '../../jobs/jobs.service';
 import { EXPORT_ANSWER_SCHEMA, EXPORT_BODY_SCHEMA } from './export.api-docs';
 import { ExportAnswer, ExportDataview } from './export-dataview';
-import { EXPORT_JOB_KIND, type ExportJobInput } from './export-job';
+import { EXPORT_FEATURES, EXPORT_JOB_KIND, type ExportJobInput } from './export-job';
 import { exportJobView, ExportJobView, exportOutcome, jobIdOf } from './export-job-view';
 import { EXPORT_JOB_ANSWER_SCHEMA } from './export-jobs.api-docs';
 import { parseExportRequest } from './export-request';
@@ -55,7 +55,7 @@ export class ExportController {
   @Post('dataviews/:dvc_code/export')
   @HttpCode(200)
   @RequirePermission('export:dataview')
-  @RequireFeature('export')
+  @RequireFeature(...EXPORT_FEATURES)
   @ApiOperation({
     operationId: 'exportDataview',
     summary:
@@ -85,17 +85,16 @@ export class ExportController {
   )
   async export(
     @Body() body: unknown,
-    @CurrentTenant() tenant: TenantContext,
-    @CurrentUser() user: AuthUser,
-    @RequestId() requestId: string,
+    @CurrentActor() actor: Actor,
     @Param('dvc_code') code: string,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<ExportAnswer | ExportJobView> {
     // Checked now, so a bad request is answered at once and never queued.
-    await this.exporter.prepare(tenant, user, requestId, code, parseExportRequest(body));
+    await this.exporter.prepare(actor, code, parseExportRequest(body));
     const input: ExportJobInput = { dataviewCode: code, body };
+    const { tenantId, user, requestId } = actor;
     const queued = await this.jobs.enqueue(
-      { tenantId: tenant.id, kind: EXPORT_JOB_KIND, createdBy: user.userId, requestId, input },
+      { tenantId, kind: EXPORT_JOB_KIND, createdBy: user.userId, requestId, input },
       this.limits,
     );
     const job = await this.jobs.waitFor(queued, this.config.exports.waitMs);
@@ -108,7 +107,7 @@ export class ExportController {
 
   @Get('exports/:jobId')
   @RequirePermission('export:dataview')
-  @RequireFeature('export')
+  @RequireFeature(...EXPORT_FEATURES)
   @ApiOperation({
     operationId: 'getExportJob',
     summary: 'An export that outlived its request: status, progress, then the download URL or the error',
@@ -116,14 +115,17 @@ export class ExportController {
   @ApiParam({ name: 'jobId', schema: { type: 'integer', minimum: 1, example: 42 } })
   @ApiOkResponse({ schema: EXPORT_JOB_ANSWER_SCHEMA })
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
-  async status(@CurrentTenant() tenant: TenantContext, @Param('jobId') jobId: string): Promise<ExportJobView> {
+  async status(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('jobId') jobId: string,
+  ): Promise<ExportJobView> {
     return exportJobView(await this.jobs.get(tenant.id, jobIdOf(jobId), EXPORT_JOB_KIND));
   }
 
   @Post('exports/:jobId/cancel')
   @HttpCode(200)
   @RequirePermission('export:dataview')
-  @RequireFeature('export')
+  @RequireFeature(...EXPORT_FEATURES)
   @ApiOperation({
     operationId: 'cancelExportJob',
     summary: 'Cancel an unfinished export (its creator only); a finished one is answered as it is',

@@ -47,7 +47,8 @@ export async function renderInThread(
             return;
           case 'next': {
             const next = await rows.next();
-            if (next.done) send({ type: 'end', aggregates: input.aggregates ? await input.aggregates() : undefined });
+            if (next.done)
+              send({ type: 'end', aggregates: input.aggregates ? await input.aggregates() : undefined });
             else send({ type: 'batch', rows: next.value });
             return;
           }
@@ -63,10 +64,12 @@ export async function renderInThread(
       // One message at a time, in order: a chunk's write (and its wait for the store) completes
       // before the next batch is read and sent.
       port1.on('message', (m: FromRenderer) => {
-        chain = chain.then(() => handle(m)).catch((err: unknown) => {
-          cleanup();
-          reject(asError(err));
-        });
+        chain = chain
+          .then(() => handle(m))
+          .catch((err: unknown) => {
+            cleanup();
+            reject(asError(err));
+          });
       });
       const start: SessionStart = {
         type: 'session',

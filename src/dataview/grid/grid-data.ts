@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { FieldError, ValidationError } from '../../common/errors/app-error';
-import type { AuthUser } from '../../common/request-context';
-import { ProfileLoaderService } from '../../profile/profile-loader.service';
+import type { Actor } from '../../common/request-context';
 import type { KeysetPosition } from '../../records/query/record-query';
 import type { RecordContext } from '../../records/record-context';
+import { RecordContextFactory } from '../../records/record-context.factory';
 import type { Row } from '../../records/records-read.repository';
 import { AggregateRecords, RecordGroup } from '../../records/use-cases/aggregate-records';
 import { ListRecords, PageRecords } from '../../records/use-cases/read-records';
@@ -12,7 +12,6 @@ import { DataviewCursors, invalidCursor, queryHash } from './cursor';
 import { gridConfigOf } from './grid-config';
 import { GridPlan, gridRow, planGrid } from './grid-query';
 import type { GridRequest } from './grid-request';
-import { sourceContext } from './source-context';
 
 /** Most groups one answer holds; a grouping with more is refused (400) rather than cut short. */
 export const MAX_GROUPS = 1000;
@@ -52,22 +51,16 @@ export interface GridAnswer {
 export class ReadDataviewData {
   constructor(
     private readonly configs: DataviewConfigService,
-    private readonly profiles: ProfileLoaderService,
+    private readonly contexts: RecordContextFactory,
     private readonly lists: ListRecords,
     private readonly pages: PageRecords,
     private readonly aggregates: AggregateRecords,
     private readonly cursors: DataviewCursors,
   ) {}
 
-  async execute(
-    tenantId: string,
-    user: AuthUser,
-    requestId: string,
-    code: string,
-    request: GridRequest,
-  ): Promise<GridAnswer> {
-    const def = await this.configs.get(tenantId, code);
-    const ctx = await sourceContext(this.profiles, { tenantId, user, requestId }, def);
+  async execute(actor: Actor, code: string, request: GridRequest): Promise<GridAnswer> {
+    const def = await this.configs.get(actor.tenantId, code);
+    const ctx = await this.contexts.forSource(actor, def.sourceEntity);
     const grid = gridConfigOf(def.config);
     const plan = planGrid(grid, ctx.entity, ctx.policy, request);
     const totals =

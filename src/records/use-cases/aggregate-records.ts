@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { assertCanPerform } from '../../profile/access/can-perform';
 import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import { FieldError, ValidationError } from '../../common/errors/app-error';
 import { queryPermissions } from '../presenter';
@@ -61,6 +62,7 @@ export class AggregateRecords {
     specs: readonly AggregateSpec[],
     permissions: QueryPermissions = queryPermissions(ctx.entity, ctx.policy),
   ): Promise<AggregateTotals> {
+    assertCanPerform('read', ctx);
     const { ds, qb, columns } = this.filtered(ctx, permissions, query, specs, []);
     selectTotals(ds, qb, columns);
     return totalsOf(columns, await qb.getRawOne<Row>());
@@ -75,6 +77,7 @@ export class AggregateRecords {
     limit: number,
     permissions: QueryPermissions = queryPermissions(ctx.entity, ctx.policy),
   ): Promise<GroupsResult> {
+    assertCanPerform('read', ctx);
     const errors: FieldError[] = [];
     const label = groupBy.label ?? 'groupBy';
     const field = ctx.entity.fields.find((f) => f.name === groupBy.field);

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { assertCanPerform } from '../../profile/access/can-perform';
 import { ValidationError } from '../../common/errors/app-error';
 import { toDbTimestamp } from '../../database/dialect/timestamps';
 import type { RecordContext } from '../record-context';
@@ -19,6 +20,7 @@ export class CreateRecord {
   constructor(private readonly support: RecordWriteSupport) {}
 
   async execute(ctx: RecordContext, body: unknown, hooks: WriteHooks = {}): Promise<Row> {
+    assertCanPerform('create', ctx);
     const { entity, policy } = ctx;
     const s = this.support;
     const checked = checkPayload(entity, policy, body, 'create');

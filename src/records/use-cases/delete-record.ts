@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AuthorizationError, ConflictError, NotFoundError } from '../../common/errors/app-error';
 import { isRecordId } from '../values';
 import { fromDbTimestamp } from '../../database/dialect/timestamps';
-import { canPerform } from '../../profile/access/can-perform';
+import { assertCanPerform, canPerform } from '../../profile/access/can-perform';
 import { ProfileLoaderService } from '../../profile/profile-loader.service';
 import type { EntityInfo } from '../../registry/registry.types';
 import { CascadePlanner } from '../cascade-planner';
@@ -30,6 +30,7 @@ export class DeleteRecord {
   ) {}
 
   async execute(ctx: RecordContext, id: number, options: { cascade: boolean }): Promise<DeleteResult> {
+    assertCanPerform('delete', ctx);
     const { entity, policy } = ctx;
     if (!isRecordId(id)) throw new NotFoundError(`${entity.code} ${id} not found`);
     const s = this.support;
@@ -111,7 +112,7 @@ export class DeleteRecord {
     const loaded = await this.profiles.loadProfile({ entityCode: dependent.code, tenantId: ctx.tenantId });
     if (!loaded)
       throw new AuthorizationError(`${dependent.code} has no profile; a cascade cannot delete its records`);
-    const decision = canPerform('delete', dependent, loaded.policy, ctx.user);
+    const decision = canPerform('delete', { entity: dependent, policy: loaded.policy, user: ctx.user });
     if (!decision.allowed) throw new AuthorizationError(`${decision.reason} to cascade to ${dependent.code}`);
   }
 }

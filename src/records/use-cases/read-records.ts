@@ -1,4 +1,6 @@
 import { Injectable } from '@nestjs/common';
+import { assertCanPerform } from '../../profile/access/can-perform';
+import { LRUCache } from 'lru-cache';
 import { createHash } from 'node:crypto';
 import { CacheService } from '../../cache/cache.service';
 import { CACHE_TTL } from '../../cache/cache-keys';
@@ -26,6 +28,7 @@ export class ReadRecord {
   constructor(private readonly repository: RecordsReadRepository) {}
 
   async execute(ctx: RecordContext, id: number): Promise<Row> {
+    assertCanPerform('read', ctx);
     if (!isRecordId(id)) throw new NotFoundError(`${ctx.entity.code} ${id} not found`);
     const fields = readFields(ctx.entity, ctx.policy);
     const row = await this.repository.findById(ctx, fields, id);
@@ -54,6 +57,7 @@ export class ListRecords {
    * never served to another. Writes drop the tenant's keys of the entity.
    */
   async execute(ctx: RecordContext, query: OffsetRecordQuery): Promise<ListResult> {
+    assertCanPerform('read', ctx);
     const key = this.keyOf(ctx, query);
     const cached = await this.cache.getJson<ListResult>(key);
     if (cached) return cached;
@@ -67,6 +71,7 @@ export class ListRecords {
    * the bytes the cache holds, never parsed and serialized again.
    */
   executeSerialized(ctx: RecordContext, query: OffsetRecordQuery): SerializedJson | Promise<SerializedJson> {
+    assertCanPerform('read', ctx);
     const key = this.keyOf(ctx, query);
     // A page held in this process is answered without a promise.
     const held = this.cache.peekText(key);
@@ -98,13 +103,12 @@ export class ListRecords {
     let hash = this.hashes.get(text);
     if (hash === undefined) {
       hash = createHash('sha256').update(text).digest('hex').slice(0, 32);
-      if (this.hashes.size >= MAX_REMEMBERED_HASHES) this.hashes.clear();
       this.hashes.set(text, hash);
     }
     return this.cache.keys.entityList(ctx.tenantId, ctx.entity.code, hash);
   }
 
-  private readonly hashes = new Map<string, string>();
+  private readonly hashes = new LRUCache<string, string>({ max: MAX_REMEMBERED_HASHES });
 
   private async load(ctx: RecordContext, query: OffsetRecordQuery): Promise<ListResult> {
     const fields = readFields(ctx.entity, ctx.policy);
@@ -144,6 +148,7 @@ export class PageRecords {
     query: RecordQuery & { page: { kind: 'keyset' } },
     permissions: QueryPermissions = queryPermissions(ctx.entity, ctx.policy),
   ): Promise<KeysetPage> {
+    assertCanPerform('read', ctx);
     const fields = readFields(ctx.entity, ctx.policy);
     const page = await this.repository.page(ctx, fields, permissions, query, false);
     const records = page.rows.map((r) => presentRecord(ctx.entity, ctx.policy, fields, r));
@@ -176,6 +181,7 @@ export class PageRecords {
   }
 
   async count(ctx: RecordContext, query: RecordQuery, permissions?: QueryPermissions): Promise<number> {
+    assertCanPerform('read', ctx);
     return this.repository.count(ctx, permissions ?? queryPermissions(ctx.entity, ctx.policy), query);
   }
 }

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { assertCanPerform } from '../../profile/access/can-perform';
 import { FieldError, NotFoundError, ValidationError } from '../../common/errors/app-error';
 import { fromDbTimestamp, toDbTimestamp } from '../../database/dialect/timestamps';
 import type { ExpectedToken } from '../concurrency-token';
@@ -33,6 +34,7 @@ export class UpdateRecord {
     expected: ExpectedToken,
     hooks: WriteHooks = {},
   ): Promise<Row> {
+    assertCanPerform('update', ctx);
     const { entity, policy } = ctx;
     const s = this.support;
     if (!isRecordId(id)) throw new NotFoundError(`${entity.code} ${id} not found`);

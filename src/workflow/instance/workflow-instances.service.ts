@@ -5,11 +5,10 @@ import {
   NotFoundError,
   ValidationError,
 } from '../../common/errors/app-error';
-import { hasPermission } from '../../profile/access/permissions';
+import { approvalGrant, assertCanPerform, roleGrants } from '../../profile/access/can-perform';
 import { toDbTimestamp } from '../../database/dialect';
 import type { QueryRunner } from 'typeorm';
-import type { AuthUser } from '../../common/request-context';
-import { modeAllows } from '../../profile/access/mode-actions';
+import type { Actor } from '../../common/request-context';
 import { ProfileLoaderService } from '../../profile/profile-loader.service';
 import { WorkflowDefinitionsService } from '../definition/workflow-definitions.service';
 import { Approvals } from '../engine/approvals';
@@ -21,12 +20,7 @@ import { InstancesRepository, type InstanceFilter, type InstanceRow } from './in
 import { InstanceJournalRepository, type LogRow, type NodeStateRow } from './journal.repository';
 import { transition, type InstanceAction, type InstanceState } from './state-machine';
 
-/** Who acts, as the routes know them. */
-export interface Actor {
-  tenantId: string;
-  user: AuthUser;
-  requestId: string;
-}
+export type { Actor };
 
 /** An instance as the API answers it. */
 export interface InstanceView {
@@ -300,15 +294,14 @@ export class WorkflowInstancesService {
   ): Promise<void> {
     const permission =
       typeof config.permission === 'string' && config.permission !== '' ? config.permission : 'approve';
-    const granted = actor.user.permissions;
-    if (!hasPermission(granted, `${permission}:workflow`) && !hasPermission(granted, `${permission}:${code}`))
-      throw new AuthorizationError(`Permission ${permission}:workflow required to decide this approval`);
+    const grant = approvalGrant(permission, code);
+    // The one access decision: on the trigger's entity (role grant, profile, mode) when the
+    // workflow names one, else the role grant alone.
     if (typeof trigger.entityCode === 'string') {
       const loaded = await this.profiles.load({ entityCode: trigger.entityCode, tenantId: actor.tenantId });
-      const policy = loaded.policy;
-      if (!policy.permissions.approve || !modeAllows(policy.mode, 'approve'))
-        throw new AuthorizationError(`The profile of ${trigger.entityCode} does not allow approve`);
-    }
+      assertCanPerform('approve', { entity: loaded.entity, policy: loaded.policy, user: actor.user }, grant);
+    } else if (!roleGrants(actor.user, grant))
+      throw new AuthorizationError(`Permission ${grant[0]} required to decide this approval`);
     if (instance.startedBy === actor.user.userId && config.allowSelfApproval !== true)
       throw new AuthorizationError('The user who started the instance may not approve it (four-eyes rule)');
   }

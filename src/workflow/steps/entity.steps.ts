@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { AuthorizationError, ValidationError } from '../../common/errors/app-error';
-import { canPerform, type RecordAction } from '../../profile/access/can-perform';
 import type { RecordContext } from '../../records/record-context';
 import { RecordContextFactory } from '../../records/record-context.factory';
 import { CreateRecord } from '../../records/use-cases/create-record';
@@ -12,8 +11,8 @@ import type { CommitStep, StepHandler, StepRun } from '../engine/step-types';
 /**
  * Entity steps act as the user who started the instance, as the database has that user now
  * (RecordContextFactory), through the records core's use cases — the one write path, with its
- * validation, profile, row filter, audit, cache invalidation and collection events. canPerform
- * decides access as it does for a request. The write, the step's node state and its idempotency
+ * validation, profile, row filter, audit, cache invalidation and collection events; the use
+ * cases take the access decision (canPerform) as they do for a request. The write, the step's node state and its idempotency
  * key commit in one transaction (WriteHooks.beforeCommit), so a step delivered twice writes once.
  */
 @Injectable()
@@ -35,18 +34,16 @@ export class EntitySteps {
     run: (run, commit) => this.runUpdate(run, commit),
   };
 
-  private async context(run: StepRun, action: RecordAction): Promise<RecordContext> {
+  /** The step's entity as the instance's starter, as the database has that user now. */
+  private async context(run: StepRun): Promise<RecordContext> {
     const { instance, step } = run;
     if (instance.startedBy === null) throw new AuthorizationError('The instance has no user to act as');
-    const ctx = await this.contexts.build({
+    return this.contexts.fromIds({
       tenantId: instance.tenantId,
       userId: instance.startedBy,
       entityCode: String(step.config.entityCode),
       requestId: instance.requestId ?? `workflow-${instance.id}`,
     });
-    const decision = canPerform(action, ctx.entity, ctx.policy, ctx.user);
-    if (!decision.allowed) throw new AuthorizationError(decision.reason);
-    return ctx;
   }
 
   private values(run: StepRun): Record<string, unknown> {
@@ -59,7 +56,7 @@ export class EntitySteps {
   }
 
   private async runCreate(run: StepRun, commit: CommitStep): Promise<void> {
-    const ctx = await this.context(run, 'create');
+    const ctx = await this.context(run);
     const values = this.values(run);
     const entityCode = ctx.entity.code;
     await this.create.execute(ctx, values, {
@@ -69,7 +66,7 @@ export class EntitySteps {
   }
 
   private async runUpdate(run: StepRun, commit: CommitStep): Promise<void> {
-    const ctx = await this.context(run, 'update');
+    const ctx = await this.context(run);
     const rendered = renderTemplate(run.step.config.id, run.scope);
     const id = Number(rendered);
     if (!Number.isSafeInteger(id) || id < 1)

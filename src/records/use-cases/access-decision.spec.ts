@@ -1,0 +1,200 @@
+import { AuthorizationError } from '../../common/errors/app-error';
+import type { AuthUser } from '../../common/request-context';
+import { DEMO_ENTITIES, DEMO_PROFILES } from '../../database/seed/demo-data';
+import { normalisePolicy } from '../../profile/policy/policy.model';
+import { buildEntityInfo, type RegistryRow } from '../../registry/registry-entity';
+import type { RecordContext } from '../record-context';
+import { AggregateRecords } from './aggregate-records';
+import { CreateRecord } from './create-record';
+import { DeleteRecord } from './delete-record';
+import { ListRecords, PageRecords, ReadRecord } from './read-records';
+import { UpdateRecord } from './update-record';
+
+/**
+ * Every records use case takes the access decision itself (D47, issue 22): a caller the guards
+ * would have refused is refused by the use case before it touches anything — no repository, cache
+ * or profile is reached. The dependencies here throw on first use, so a use case that reads or
+ * writes before it asks fails with their error instead of FORBIDDEN.
+ *
+ * The walk is exhaustive: every method of every use case class is either walked here or listed as
+ * internal, so a new entry point cannot be added without its decision being tested.
+ */
+
+/** A dependency that must not be reached: any property read throws. */
+const untouchable = new Proxy(
+  {},
+  {
+    get(_, name) {
+      throw new Error(`reached ${String(name)} before the access decision`);
+    },
+  },
+) as never;
+
+function registryRow(code: string): RegistryRow {
+  const e = DEMO_ENTITIES.find((x) => x.code === code)!;
+  return {
+    obj_id: 1,
+    obj_tenant_id: null,
+    obj_code: e.code,
+    obj_description: e.name,
+    obj_type_code: 'TABLE',
+    obj_connection_code: 'default',
+    obj_payload: JSON.stringify(e.payload),
+    obj_payload_object_name: e.table,
+    obj_payload_identifier: e.identifier,
+    obj_payload_column_prefix: e.prefix,
+    obj_payload_table: e.table,
+    obj_name: e.name,
+    obj_db_key: e.identifier,
+    obj_db_type: null,
+    obj_connection_id: null,
+    obj_add_dtls: JSON.stringify({ maintainedBy: e.maintainedBy }),
+  };
+}
+
+const customers = buildEntityInfo(registryRow('customers'), undefined);
+const profile = DEMO_PROFILES.find((p) => p.objectCode === 'customers')!;
+const fullPolicy = normalisePolicy({ modeCode: profile.mode, policy: JSON.stringify(profile.policy) });
+
+const user = (permissions: string[]): AuthUser => ({
+  userId: 7,
+  email: 'someone@acme.test',
+  tenantId: '1',
+  roleId: 2,
+  roles: ['SOMEONE'],
+  permissions,
+  jti: 'jti',
+  exp: 0,
+});
+
+const ctxOf = (permissions: string[], policy = fullPolicy): RecordContext => ({
+  tenantId: '1',
+  user: user(permissions),
+  requestId: 'access-decision',
+  entity: customers,
+  policy,
+  profileId: 1,
+});
+
+const query = { filters: [], sort: [], page: { kind: 'offset' as const, limit: 10, skip: 0 } };
+const keyset = { filters: [], sort: [], page: { kind: 'keyset' as const, limit: 10 } };
+
+type Call = (ctx: RecordContext) => unknown;
+
+/** Each entry point of each use case, with the action it must be refused without. */
+const WALK: Record<string, { internal: string[]; calls: Record<string, [string, Call]> }> = {
+  ReadRecord: {
+    internal: [],
+    calls: { execute: ['read', (ctx) => new ReadRecord(untouchable).execute(ctx, 1)] },
+  },
+  ListRecords: {
+    internal: ['keyOf', 'loadSerialized', 'load'],
+    calls: {
+      execute: ['read', (ctx) => new ListRecords(untouchable, untouchable).execute(ctx, query)],
+      executeSerialized: [
+        'read',
+        (ctx) => new ListRecords(untouchable, untouchable).executeSerialized(ctx, query),
+      ],
+    },
+  },
+  PageRecords: {
+    internal: [],
+    calls: {
+      page: ['read', (ctx) => new PageRecords(untouchable).page(ctx, keyset)],
+      stream: ['read', (ctx) => new PageRecords(untouchable).stream(ctx, keyset, 10).next()],
+      count: ['read', (ctx) => new PageRecords(untouchable).count(ctx, query)],
+    },
+  },
+  AggregateRecords: {
+    internal: ['filtered'],
+    calls: {
+      totals: ['read', (ctx) => new AggregateRecords(untouchable).totals(ctx, query, [])],
+      groups: [
+        'read',
+        (ctx) => new AggregateRecords(untouchable).groups(ctx, query, { field: 'tier' }, [], 10),
+      ],
+    },
+  },
+  CreateRecord: {
+    internal: [],
+    calls: { execute: ['create', (ctx) => new CreateRecord(untouchable).execute(ctx, { name: 'x' })] },
+  },
+  UpdateRecord: {
+    internal: [],
+    calls: {
+      execute: ['update', (ctx) => new UpdateRecord(untouchable).execute(ctx, 1, { name: 'x' }, { ms: 1 })],
+    },
+  },
+  DeleteRecord: {
+    internal: ['assertMayDelete'],
+    calls: {
+      execute: [
+        'delete',
+        (ctx) => new DeleteRecord(untouchable, untouchable, untouchable).execute(ctx, 1, { cascade: false }),
+      ],
+    },
+  },
+};
+
+const CLASSES: Record<string, { prototype: object }> = {
+  ReadRecord,
+  ListRecords,
+  PageRecords,
+  AggregateRecords,
+  CreateRecord,
+  UpdateRecord,
+  DeleteRecord,
+};
+
+async function refusal(call: Call, ctx: RecordContext): Promise<unknown> {
+  try {
+    await call(ctx);
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
+describe('the access decision inside the records use cases', () => {
+  it.each(Object.keys(CLASSES))('%s: every method is walked below or named internal', (name) => {
+    const methods = Object.getOwnPropertyNames(CLASSES[name].prototype).filter((m) => m !== 'constructor');
+    const known = [...Object.keys(WALK[name].calls), ...WALK[name].internal];
+    expect(methods.sort()).toEqual(known.sort());
+  });
+
+  const cases = Object.entries(WALK).flatMap(([cls, { calls }]) =>
+    Object.entries(calls).map(([method, [action, call]]) => [`${cls}.${method}`, action, call] as const),
+  );
+
+  it.each(cases)('%s should refuse a role without %s before it reaches anything', async (_, action, call) => {
+    const err = await refusal(call, ctxOf(['read:dataview', 'export:dataview']));
+    expect(err).toBeInstanceOf(AuthorizationError);
+    expect((err as AuthorizationError).message).toBe(`Permission ${action}:customers required`);
+  });
+
+  it.each(cases)(
+    '%s should refuse what the profile does not allow, whatever the role',
+    async (_, action, call) => {
+      const closed = normalisePolicy({
+        modeCode: 'FULL',
+        policy: JSON.stringify({
+          ...profile.policy,
+          permissions: { read: false, write: false, delete: false, export: false, approve: false },
+        }),
+      });
+      const err = await refusal(call, ctxOf(['*:*'], closed));
+      expect(err).toBeInstanceOf(AuthorizationError);
+      expect((err as AuthorizationError).message).toBe(`The profile of customers does not allow ${action}`);
+    },
+  );
+
+  it.each(cases)(
+    '%s should go past the decision for a role and profile that allow it',
+    async (_, __, call) => {
+      const err = await refusal(call, ctxOf(['*:*']));
+      // Allowed: it goes on to its dependencies, which are not there in this test.
+      expect(err).not.toBeInstanceOf(AuthorizationError);
+      expect(String(err)).toMatch(/before the access decision|is not a function|Cannot read/);
+    },
+  );
+});
