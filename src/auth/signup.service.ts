@@ -348,9 +348,11 @@ export class SignupService {
 }
 
 function alreadyRegistered(): ConflictError {
-  return new ConflictError('An account with this e-mail already exists', [
-    { field: 'email_id', error: 'already_registered' },
-  ]);
+  return new ConflictError(
+    'An account with this e-mail already exists',
+    [{ field: 'email_id', error: 'already_registered' }],
+    'duplicate_value',
+  );
 }
 
 function tooManyAttempts(field: string): ValidationError {
