@@ -3,8 +3,11 @@ import { Injectable, Logger } from '@nestjs/common';
 import { createHash, createHmac, hkdfSync, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { CacheService } from '../cache/cache.service';
 import { CACHE_TTL } from '../cache/cache-keys';
-import { ProfileLoaderService } from '../profile/profile-loader.service';
 import type { RecordContext } from '../records/record-context';
+import { RecordContextFactory, type ServiceActor } from '../records/record-context.factory';
+
+/** Sign-up creates the visitor's user: that, and nothing else (users are maintained by the system, D21). */
+const SIGNUP_SERVICE: ServiceActor = { name: 'signup', permissions: ['create:users', 'admin:system'] };
 import { CreateRecord } from '../records/use-cases/create-record';
 import { AppError, ConflictError, ValidationError } from '../common/errors/app-error';
 import type { TenantContext } from '../common/request-context';
@@ -70,7 +73,7 @@ export class SignupService {
     private readonly mailer: MailerService,
     private readonly auth: AuthService,
     private readonly createRecord: CreateRecord,
-    private readonly profiles: ProfileLoaderService,
+    private readonly contexts: RecordContextFactory,
   ) {
     this.codeKey = Buffer.from(
       hkdfSync('sha256', config.auth.jwtSecret, 'mtb-signup', 'signup-otp code hash', 32),
@@ -143,27 +146,12 @@ export class SignupService {
 
   /**
    * The records context of a sign-up: the `users` entity and profile of the tenant, written by the
-   * service itself (user id 0, `created_by: "signup"`), since nobody is signed in yet.
+   * service itself (user id 0, `created_by: "signup"`), since nobody is signed in yet — with the
+   * right to create a user only (users are maintained by the system, D21), and the tenant's users
+   * profile still deciding (canPerform) as for anyone.
    */
-  private async signupContext(tenantId: string, requestId: string): Promise<RecordContext> {
-    const loaded = await this.profiles.load({ entityCode: 'users', tenantId });
-    return {
-      tenantId,
-      user: {
-        userId: 0,
-        email: 'signup',
-        tenantId,
-        roleId: null,
-        roles: [],
-        permissions: [],
-        jti: `signup:${requestId}`,
-        exp: 0,
-      },
-      entity: loaded.entity,
-      policy: loaded.policy,
-      profileId: loaded.profile.prf_id,
-      requestId,
-    };
+  private signupContext(tenantId: string, requestId: string): Promise<RecordContext> {
+    return this.contexts.forService(tenantId, 'users', requestId, SIGNUP_SERVICE);
   }
 
   private keysFor(tenantId: string, email: string) {
@@ -348,9 +336,11 @@ export class SignupService {
 }
 
 function alreadyRegistered(): ConflictError {
-  return new ConflictError('An account with this e-mail already exists', [
-    { field: 'email_id', error: 'already_registered' },
-  ]);
+  return new ConflictError(
+    'An account with this e-mail already exists',
+    [{ field: 'email_id', error: 'already_registered' }],
+    'duplicate_value',
+  );
 }
 
 function tooManyAttempts(field: string): ValidationError {

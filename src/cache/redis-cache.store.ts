@@ -1,3 +1,4 @@
+import { backoffDelayMs } from '../common/backoff';
 import type Redis from 'ioredis';
 import { lazyModule } from '../common/lazy-module';
 import { CacheStore } from './cache-store';
@@ -22,7 +23,7 @@ export class RedisCacheStore implements CacheStore {
       maxRetriesPerRequest: 1,
       connectTimeout: this.connectTimeoutMs,
       // Keep reconnecting in the background; the start-up loop decides readiness (spec §3.3).
-      retryStrategy: (times) => Math.min(200 * 2 ** Math.min(times, 5), 5000),
+      retryStrategy: (times) => backoffDelayMs({ baseMs: 400, maxMs: 5000 }, times),
     });
     // Errors surface on the commands; an unhandled 'error' event would crash the process.
     this.client.on('error', () => undefined);

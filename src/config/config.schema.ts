@@ -256,6 +256,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
   // budget to its other users, while an integration account or a busy page still has 50 a second
   // (at the default 1000 per 10 s) — well above what any one user's pages send.
   const ratePoints = v.RATE_LIMIT_POINTS();
+  const shutdownTimeoutMs = v.SHUTDOWN_TIMEOUT_MS();
   const userPoints = v.USER_RATE_LIMIT_POINTS(Math.ceil(ratePoints / 2));
   if (userPoints > ratePoints)
     problems.push(`USER_RATE_LIMIT_POINTS: must not exceed RATE_LIMIT_POINTS (${ratePoints})`);
@@ -269,8 +270,9 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       publicUrl: v.PUBLIC_URL,
       bodyLimitBytes: v.BODY_LIMIT_BYTES(),
       bodyMaxDepth: v.BODY_MAX_DEPTH(),
-      shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS(),
-      shutdownDrainMs: v.SHUTDOWN_DRAIN_MS(),
+      shutdownTimeoutMs,
+      // Half of a short overall bound is left for the workers and pools after the drain.
+      shutdownDrainMs: v.SHUTDOWN_DRAIN_MS(Math.min(5000, Math.floor(shutdownTimeoutMs / 2))),
       trustProxy: trustProxyOf(v.TRUST_PROXY ?? 'loopback'),
     },
     cors: corsOf(problems, v.CORS_ORIGINS, nodeEnv),

@@ -293,12 +293,14 @@ export const VARS = {
     min: 1,
   }),
   EXPORT_MAX_PER_INSTANCE: int('EXPORT_MAX_PER_INSTANCE', {
-    description: 'Unfinished exports this instance has accepted (all tenants); beyond it 429 with Retry-After',
+    description:
+      'Unfinished exports this instance has accepted (all tenants); beyond it 429 with Retry-After',
     default: '16',
     min: 1,
   }),
   JOB_WORKER: oneOf('JOB_WORKER', ['on', 'off'] as const, {
-    description: 'Whether this instance runs background jobs (exports) from the shared job table; off = API only',
+    description:
+      'Whether this instance runs background jobs (exports) from the shared job table; off = API only',
     default: 'on',
   }),
   JOB_LEASE_MS: int('JOB_LEASE_MS', {
@@ -349,7 +351,8 @@ export const VARS = {
         : `must be an e-mail address or "Name <address>" (got "${v}")`,
   }),
   SEED_DEMO: oneOf('SEED_DEMO', ['auto', 'true', 'false'] as const, {
-    description: 'Seed the demo data (docs/demo-data.md) at start-up: auto (embedded sqlite outside production) | true | false',
+    description:
+      'Seed the demo data (docs/demo-data.md) at start-up: auto (embedded sqlite outside production) | true | false',
     default: 'auto',
   }),
   DEMO_PASSWORD: text('DEMO_PASSWORD', {
@@ -363,8 +366,7 @@ export const VARS = {
   }),
   SHUTDOWN_DRAIN_MS: int('SHUTDOWN_DRAIN_MS', {
     description:
-      'Longest HTTP drain of a shutdown: requests received before the signal finish, later ones get 503 NOT_READY; then the busy connections are closed. Less than SHUTDOWN_TIMEOUT_MS',
-    default: '5000',
+      'Longest HTTP drain of a shutdown: requests received before the signal finish, later ones get 503 NOT_READY; then the busy connections are closed. Less than SHUTDOWN_TIMEOUT_MS; unset = 5000 or half of SHUTDOWN_TIMEOUT_MS when that is less',
     min: 0,
   }),
   METRICS_ENABLED: bool('METRICS_ENABLED', {

@@ -1,3 +1,4 @@
+import { httpStatusOf } from '../common/errors/error-codes';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
@@ -65,7 +66,7 @@ export class HttpHooksService implements OnModuleInit {
       const err = new NotReadyError(this.readiness.snapshot(), stopping);
       request.errorCode = err.code;
       void reply
-        .status(err.status)
+        .status(httpStatusOf(err.code))
         .headers(err.headers)
         .send(errorBody(err.code, err.message, err.details, request.id));
     });

@@ -1,3 +1,4 @@
+import { backoffDelayMs } from '../common/backoff';
 import { errorMessage } from '../common/errors/error-message';
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import type { AppConfig } from '../config/config.schema';
@@ -83,7 +84,7 @@ export class StartupService implements OnApplicationBootstrap {
         this.logger.log(`Cache (${this.cache.kind}) answered PING on attempt ${attempt}`);
         return true;
       } catch (err) {
-        const delay = Math.min(startupRetryMs * 2 ** (attempt - 1), 5000);
+        const delay = backoffDelayMs({ baseMs: startupRetryMs, maxMs: 5000 }, attempt);
         this.logger.warn(
           `Cache not reachable (attempt ${attempt}/${startupMaxAttempts}): ${errorMessage(err)}`,
         );

@@ -14,7 +14,7 @@ import { DatabaseService } from '../database/database.service';
 import { describeDatabaseError, isDatabaseUnavailableError } from '../database/dialect/driver-errors';
 import { Dialect, dialectOf } from '../database/dialect';
 import { AppError } from '../common/errors/app-error';
-import { codeForStatus, ErrorCode } from '../common/errors/error-codes';
+import { codeForStatus, ErrorCode, httpStatusOf } from '../common/errors/error-codes';
 import {
   DATABASE_RETRY_AFTER_S,
   DATABASE_UNAVAILABLE_EVENT,
@@ -56,7 +56,7 @@ export interface ErrorLogOptions {
 export function translateError(err: unknown): Translated {
   if (err instanceof AppError) {
     return {
-      status: err.status,
+      status: httpStatusOf(err.code),
       code: err.code,
       message: err.message,
       details: err.details,

@@ -1,3 +1,5 @@
+import { backoffDelayMs } from '../common/backoff';
+import { isTransient } from '../common/errors/error-codes';
 import { errorMessage } from '../common/errors/error-message';
 import {
   BeforeApplicationShutdown,
@@ -53,8 +55,12 @@ interface Active {
   loggedAt: number;
 }
 
+/** A failed attempt is tried again after 1 s, 2 s, 4 s… (at most a minute). */
+const JOB_RETRY_BACKOFF = { baseMs: 1000, maxMs: 60_000 };
+
 function jobError(err: unknown): JobError {
-  if (err instanceof AppError && err.status < 500)
+  // A domain error is shown as it is; an internal one never (D18).
+  if (err instanceof AppError && err.code !== 'SERVICE_ERROR')
     return { code: err.code, message: err.message, ...(err.details == null ? {} : { details: err.details }) };
   // Never a raw driver or library message (D18): the log has it, the job says what happened.
   return { code: 'SERVICE_ERROR', message: 'The job failed' };
@@ -259,8 +265,8 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     const error = jobError(err);
     if (error.code === 'SERVICE_ERROR')
       this.logger.warn({ event: 'job_error', jobId: job.id, err: errorMessage(err) }, 'job_error');
-    if (error.code === 'SERVICE_ERROR' && job.attempts < handler.maxAttempts) {
-      const runAfter = Date.now() + 1000 * 2 ** (job.attempts - 1);
+    if (isTransient(err) && job.attempts < handler.maxAttempts) {
+      const runAfter = Date.now() + backoffDelayMs(JOB_RETRY_BACKOFF, job.attempts);
       await this.transactions.run((tx) => this.jobs.retryLater(tx.config, job, error, runAfter, Date.now()));
       this.logger.log({ event: 'job_retry', jobId: job.id, attempt: job.attempts, runAfter }, 'job_retry');
       return;

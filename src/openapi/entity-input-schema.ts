@@ -23,8 +23,10 @@ export function inputFieldSchema(field: FieldDef, read: SchemaObject): SchemaObj
           { type: 'integer', enum: [0, 1] },
           { type: 'string', enum: ['true', 'false', '1', '0'] },
         ];
-      case 'date':
       case 'email':
+        // Blanks around an address are trimmed before it is checked (and stored lower-cased).
+        return [{ type: 'string', pattern: '^\\s+\\S+@\\S+\\s*$|^\\S+@\\S+\\s+$' }];
+      case 'date':
       case 'select':
       case 'json':
         return undefined;

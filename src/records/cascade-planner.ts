@@ -71,6 +71,7 @@ export class CascadePlanner {
         throw new ConflictError(
           `${entity.code} has dependent ${dependent.code} rows, a ${dependent.type} object that cannot be deleted through`,
           { dependentEntities: [{ entity: dependent.code, count: rows.length }] },
+          'dependents_exist',
         );
       out.cascade.push({ entity: dependent, rows });
       const deeper = await this.plan(

@@ -18,6 +18,15 @@ export interface RecordContextIds extends ActorIds {
   entityCode: string;
 }
 
+/**
+ * The service acting on its own (sign-up creating the account of a visitor nobody has signed in
+ * as): a name for the audit (`created_by`) and exactly the permissions of that one purpose.
+ */
+export interface ServiceActor {
+  name: string;
+  permissions: readonly string[];
+}
+
 /** How a dataview reaches its source entity: reading its rows, or exporting them as well. */
 export type SourceAccess = 'read' | 'export';
 
@@ -28,7 +37,8 @@ export type SourceAccess = 'read' | 'export';
  *    (active, current role and permissions — not what a token said when the job was queued), the
  *    entity and profile as the profile loader resolves them for the tenant (novu's worker
  *    rebuilding its command);
- *  - `forSource`: a dataview's source entity for an actor, with the access decision of the grid.
+ *  - `forSource`: a dataview's source entity for an actor, with the access decision of the grid;
+ *  - and `forService`, the service itself (sign-up), with the permissions of its purpose only.
  * Workers then call the same use cases as the HTTP adapter, which take the access decision again.
  */
 @Injectable()
@@ -85,5 +95,26 @@ export class RecordContextFactory {
     assertCanPerform('read', ctx);
     if (access === 'export') assertCanPerform('export', ctx, DATAVIEW_EXPORT_GRANT);
     return ctx;
+  }
+
+  /** The service itself acting in a tenant (user id 0): the use cases still decide on its grant. */
+  async forService(
+    tenantId: string,
+    entityCode: string,
+    requestId: string,
+    service: ServiceActor,
+  ): Promise<RecordContext> {
+    const loaded = await this.profiles.load({ entityCode, tenantId });
+    const user = {
+      userId: 0,
+      email: service.name,
+      tenantId,
+      roleId: null,
+      roles: [],
+      permissions: [...service.permissions],
+      jti: `${service.name}:${requestId}`,
+      exp: 0,
+    };
+    return RecordContextFactory.fromResolved({ tenantId, user, requestId }, loaded.entity, loaded);
   }
 }

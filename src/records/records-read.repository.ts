@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { Injectable } from '@nestjs/common';
 import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import { FieldError, ValidationError } from '../common/errors/app-error';
@@ -118,7 +119,6 @@ export class RecordsReadRepository {
       });
       this.select(ds, qb, ctx.entity, fields);
       sql = qb.getQuery();
-      if (statements.size >= MAX_STATEMENTS_PER_ENTITY) statements.clear();
       statements.set(key, sql);
     }
     const params: Record<string, unknown> = { __id: id };
@@ -130,7 +130,7 @@ export class RecordsReadRepository {
   }
 
   /** The by-key statements of an entity on a data source (dropped with the entity on a reload). */
-  private byIdStatements(ds: DataSource, entity: EntityInfo): Map<string, string> {
+  private byIdStatements(ds: DataSource, entity: EntityInfo): LRUCache<string, string> {
     let perSource = this.statements.get(entity);
     if (!perSource) {
       perSource = new WeakMap();
@@ -138,13 +138,13 @@ export class RecordsReadRepository {
     }
     let statements = perSource.get(ds);
     if (!statements) {
-      statements = new Map();
+      statements = new LRUCache({ max: MAX_STATEMENTS_PER_ENTITY });
       perSource.set(ds, statements);
     }
     return statements;
   }
 
-  private readonly statements = new WeakMap<EntityInfo, WeakMap<DataSource, Map<string, string>>>();
+  private readonly statements = new WeakMap<EntityInfo, WeakMap<DataSource, LRUCache<string, string>>>();
 
   /** The fields under their API names, the concurrency token and the key. */
   private select(ds: DataSource, qb: SelectQueryBuilder<Row>, entity: EntityInfo, fields: FieldDef[]): void {

@@ -66,7 +66,7 @@ function lockOf(qr: QueryRunner, purpose: RowLockPurpose | undefined) {
 export type RowLockPurpose = 'parent-of-delete' | 'referenced-parent';
 
 const lockBusy = (): ConflictError =>
-  new ConflictError('Another request is writing the same unique value; retry');
+  new ConflictError('Another request is writing the same unique value; retry', null, 'busy');
 
 const LM = '__lm';
 const AUDIT = '__audit';

@@ -876,10 +876,7 @@ describe('FUNCTION objects (D22): a table-valued function read as a derived tabl
       const policy = policyOf('customers', {});
       await expect(
         capture(ds, (r) => r.findById(contextOf(entity, policy), entity.fields.slice(0, 1), RECORD_ID)),
-      ).rejects.toMatchObject({
-        code: 'NOT_IMPLEMENTED',
-        status: 501,
-      });
+      ).rejects.toMatchObject({ code: 'NOT_IMPLEMENTED' });
     }
   });
 });

@@ -1,3 +1,4 @@
+import { httpStatusOf } from '../../src/common/errors/error-codes';
 import { Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppError } from '../../src/common/errors/app-error';
@@ -229,7 +230,7 @@ describe(TITLE, () => {
       await service.openAll();
       expect(service.dataSourceFor('ext_a', tenantA).isInitialized).toBe(true);
       const err = errorOf(() => service.dataSourceFor('ext_a', tenantB));
-      expect(err.status).toBe(403);
+      expect(httpStatusOf(err.code)).toBe(403);
       expect(err.code).toBe('FORBIDDEN');
       expect(err.message).toBe('Connection ext_a is not available to this tenant');
       expect(service.dataSourceFor('ext_shared', tenantA)).toBe(service.dataSourceFor('ext_shared', tenantB));
@@ -244,7 +245,7 @@ describe(TITLE, () => {
       for (const code of ['nope', 'plain', 'deleted', 'inactive']) {
         const err = errorOf(() => service.dataSourceFor(code, tenantA));
         expect(err.code).toBe('SERVICE_ERROR');
-        expect(err.status).toBe(500);
+        expect(httpStatusOf(err.code)).toBe(500);
         expect(err.message).toBe(`Connection ${code} is not available`);
       }
     });

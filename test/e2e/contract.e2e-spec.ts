@@ -127,6 +127,9 @@ describe('OpenAPI contract: every operation, every documented status', () => {
     recorders = [main.contract!, limited.contract!, jobs.contract!, gateRecorder];
     // Its public budget is one request: the sign-in spends it, every later public request is a 429.
     limitedToken = (await signin(limited.app, TENANT.acme, 'admin@acme.test')).token;
+    // Its authenticated budget is one request too: spent here, so that every request of the walk is
+    // a 429 whatever operation comes first in the document.
+    await send(limited, 'GET', '/api/v1/auth/profile', authHeaders(TENANT.acme, limitedToken));
     token = (await signin(main.app, TENANT.acme, 'admin@acme.test')).token;
     rootToken = (await signin(main.app, TENANT.acme, 'root@acme.test')).token;
     base = authHeaders(TENANT.acme, token);

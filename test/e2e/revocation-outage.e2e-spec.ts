@@ -1,3 +1,4 @@
+import { httpStatusOf } from '../../src/common/errors/error-codes';
 import type { ExecutionContext } from '@nestjs/common';
 import jwt from 'jsonwebtoken';
 import type { DataSource } from 'typeorm';
@@ -132,7 +133,7 @@ describe('Revoked tokens fail closed: cache and database outages (D14, D46; issu
           return await t.app.get(JwtAuthGuard).canActivate(context);
         } catch (err) {
           return err instanceof AppError
-            ? { status: err.status, code: err.code, retryAfter: err.headers['Retry-After'] }
+            ? { status: httpStatusOf(err.code), code: err.code, retryAfter: err.headers['Retry-After'] }
             : err;
         }
       };

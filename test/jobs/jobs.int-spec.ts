@@ -1,3 +1,4 @@
+import { httpStatusOf } from '../../src/common/errors/error-codes';
 import type { DataSource } from 'typeorm';
 import { AppError } from '../../src/common/errors/app-error';
 import { DatabaseService } from '../../src/database/database.service';
@@ -33,7 +34,8 @@ describe('Jobs repository and admission (src/jobs)', () => {
   const insert = (job = newJob()) => tx.run((w) => jobs.insert(w.config, job, Date.now()));
   const claim = (owner: string, limit = 1, leaseMs = 30_000, kind = KIND) =>
     tx.run((w) => jobs.claim(w.config, owner, kind, limit, leaseMs, Date.now()));
-  const status = async (id: number, tenantId: string = TENANT.acme) => (await jobs.find(tenantId, id))?.status;
+  const status = async (id: number, tenantId: string = TENANT.acme) =>
+    (await jobs.find(tenantId, id))?.status;
   /** Finishes every unfinished job of the test kind, so each test starts with none. */
   const clear = () =>
     ds.query(
@@ -82,7 +84,13 @@ describe('Jobs repository and admission (src/jobs)', () => {
       const first = await claim('a', 5);
       expect(first.map((j) => j.id)).toEqual([mine]);
       expect(await status(other)).toBe('PENDING');
-      await jobs.retryLater(undefined, first[0], { code: 'SERVICE_ERROR', message: 'x' }, Date.now() + 400, Date.now());
+      await jobs.retryLater(
+        undefined,
+        first[0],
+        { code: 'SERVICE_ERROR', message: 'x' },
+        Date.now() + 400,
+        Date.now(),
+      );
       expect(await claim('b')).toEqual([]);
       await new Promise((r) => setTimeout(r, 450));
       const again = await claim('b');
@@ -143,7 +151,9 @@ describe('Jobs repository and admission (src/jobs)', () => {
       const [a] = await claim('a');
       expect(await tx.run((w) => jobs.cancel(w.config, TENANT.acme, id, Date.now()))).toBe(true);
       expect(await jobs.renew(a, 30_000, Date.now())).toBe(false);
-      expect(await tx.run((w) => jobs.fail(w.config, a, { code: 'X', message: 'x' }, Date.now()))).toBe(false);
+      expect(await tx.run((w) => jobs.fail(w.config, a, { code: 'X', message: 'x' }, Date.now()))).toBe(
+        false,
+      );
       expect(await status(id)).toBe('CANCELLED');
     });
   });
@@ -186,7 +196,8 @@ describe('Jobs repository and admission (src/jobs)', () => {
     const outcome = (p: Promise<unknown>) =>
       p.then(
         () => 'queued',
-        (err: unknown) => (err instanceof AppError ? `${err.status} ${err.headers['Retry-After']}` : String(err)),
+        (err: unknown) =>
+          err instanceof AppError ? `${httpStatusOf(err.code)} ${err.headers['Retry-After']}` : String(err),
       );
 
     it('should admit at most the per-user limit of many requests sent at once, and answer 429 to the rest', async () => {

@@ -1,8 +1,14 @@
-import { ERROR_STATUS, ErrorCode } from './error-codes';
+import type { ErrorCode } from './error-codes';
 
-/** A domain error with a stable code (D18); the exception filter turns it into the envelope (D17). */
+/**
+ * A domain error with a stable code (D18) and, where the code alone does not say enough, a domain
+ * reason (`stale_record`, `dependents_exist`…). It knows nothing of HTTP: the exception filter
+ * alone turns it into a status and the envelope (D17), and workers decide on retries from the code
+ * and reason (isTransient).
+ */
 export class AppError extends Error {
-  readonly status: number;
+  /** What happened in the domain's own words; the code unless a subclass says more. */
+  reason: string;
   constructor(
     readonly code: ErrorCode,
     message: string,
@@ -14,7 +20,7 @@ export class AppError extends Error {
   ) {
     super(message);
     this.name = new.target.name;
-    this.status = ERROR_STATUS[code];
+    this.reason = code.toLowerCase();
   }
 }
 
@@ -48,9 +54,28 @@ export class NotFoundError extends AppError {
   }
 }
 
+/**
+ * Why a change could not be made as asked (409). Transient ones may succeed when tried again as they
+ * are (isTransient); the others need the caller to change something first.
+ */
+export type ConflictReason =
+  /** The record changed since its token was read (D24). Transient for a worker that re-reads it. */
+  | 'stale_record'
+  /** A concurrent write holds what this one needs (deadlock, lock wait, unique-value lock). Transient. */
+  | 'busy'
+  /** Dependent records restrict a delete without cascade (D25). */
+  | 'dependents_exist'
+  /** A unique value is taken by another record. */
+  | 'duplicate_value'
+  /** The state of a workflow instance or a job does not allow the action (D34). */
+  | 'illegal_state'
+  /** Any other conflict. */
+  | 'conflict';
+
 export class ConflictError extends AppError {
-  constructor(message: string, details: unknown = null) {
+  constructor(message: string, details: unknown = null, reason: ConflictReason = 'conflict') {
     super('CONFLICT', message, details);
+    this.reason = reason;
   }
 }
 

@@ -33,6 +33,36 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/** The HTTP status of a code: for the HTTP layer (the exception filter, the hooks, the API docs). */
+export function httpStatusOf(code: ErrorCode): number {
+  return ERROR_STATUS[code];
+}
+
+/** Codes whose cause may be gone when the same work runs again: no input needs to change. */
+const TRANSIENT_CODES: ReadonlySet<ErrorCode> = new Set([
+  'RATE_LIMITED',
+  'SERVICE_ERROR',
+  'NOT_READY',
+  'DATABASE_UNAVAILABLE',
+  'OVERLOADED',
+  'REQUEST_TIMEOUT',
+]);
+/** Conflicts that another try may not meet: a concurrent change or lock, not a lasting state. */
+const TRANSIENT_REASONS: ReadonlySet<string> = new Set(['stale_record', 'busy']);
+
+/**
+ * Whether retrying the same work may succeed (workflow steps, jobs): a domain error by its code
+ * and reason — a bad value, a missing record, no permission, dependents or a taken value fail at
+ * once —, anything unknown (a driver's error, a timeout) yes.
+ */
+export function isTransient(err: unknown): boolean {
+  const e = err as { code?: unknown; reason?: unknown } | null;
+  if (typeof e?.code !== 'string' || !(e.code in ERROR_STATUS)) return true;
+  const code = e.code as ErrorCode;
+  if (code === 'CONFLICT') return typeof e.reason === 'string' && TRANSIENT_REASONS.has(e.reason);
+  return TRANSIENT_CODES.has(code);
+}
+
 /** The code used for an HTTP status when nothing more specific is known. */
 export function codeForStatus(status: number): ErrorCode {
   switch (status) {

@@ -8,6 +8,7 @@
  */
 import { errorMessage } from '../../common/errors/error-message';
 import { existsSync, readFileSync } from 'node:fs';
+import { parseArgs as utilParseArgs } from 'node:util';
 import { ConfigValidationError, type AppConfig } from '../../config/config.schema';
 import { DEV_SECRETS_FILE } from '../../config/dev-secrets';
 import { configFromProcessEnv } from '../../config/environment';
@@ -27,13 +28,18 @@ export class UsageError extends Error {}
 
 /** The URL argument: one positional value, `-` = stdin. */
 export function parseArgs(argv: readonly string[]): { url: string } | { stdin: true } | 'help' {
-  let value: string | undefined;
-  for (const arg of argv) {
-    if (arg === '-h' || arg === '--help') return 'help';
-    if (arg !== '-' && arg.startsWith('-')) throw new UsageError(`Unknown option ${arg}`);
-    if (value !== undefined) throw new UsageError('Only one URL, please (quote it in the shell)');
-    value = arg;
-  }
+  const { values, positionals, tokens } = utilParseArgs({
+    args: [...argv],
+    options: { help: { type: 'boolean', short: 'h' } },
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
+  if (values.help) return 'help';
+  const unknown = tokens.find((t) => t.kind === 'option' && t.name !== 'help');
+  if (unknown?.kind === 'option') throw new UsageError(`Unknown option ${unknown.rawName}`);
+  if (positionals.length > 1) throw new UsageError('Only one URL, please (quote it in the shell)');
+  const value = positionals[0];
   if (value === undefined) throw new UsageError('A connection URL is required');
   return value === '-' ? { stdin: true } : { url: value };
 }

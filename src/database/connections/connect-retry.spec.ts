@@ -1,4 +1,5 @@
-import { backoffDelayMs, isTransientConnectError, retryConnect, RetryStoppedError } from './connect-retry';
+import { backoffDelayMs } from '../../common/backoff';
+import { CONNECT_BACKOFF, isTransientConnectError, retryConnect, RetryStoppedError } from './connect-retry';
 
 const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
 
@@ -8,7 +9,9 @@ function hooks() {
 
 describe('retryConnect', () => {
   it('should back off 500 ms doubling up to 10 s', () => {
-    expect([1, 2, 3, 4, 5, 6].map(backoffDelayMs)).toEqual([500, 1000, 2000, 4000, 8000, 10000]);
+    expect([1, 2, 3, 4, 5, 6].map((a) => backoffDelayMs(CONNECT_BACKOFF, a))).toEqual([
+      500, 1000, 2000, 4000, 8000, 10000,
+    ]);
   });
 
   it('should classify transient errors as DatabaseService always did', () => {

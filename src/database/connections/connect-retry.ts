@@ -1,3 +1,4 @@
+import { backoffDelayMs } from '../../common/backoff';
 import { errorMessage } from '../../common/errors/error-message';
 /**
  * The connect loop shared by the configuration database (DatabaseService) and the external
@@ -29,10 +30,8 @@ export function isTransientConnectError(err: unknown): boolean {
   );
 }
 
-/** Delay before attempt `attempt + 1`. */
-export function backoffDelayMs(attempt: number): number {
-  return Math.min(500 * 2 ** (attempt - 1), 10_000);
-}
+/** Waits between connect attempts: 0.5 s, 1 s, 2 s… at most 10 s. */
+export const CONNECT_BACKOFF = { baseMs: 500, maxMs: 10_000 };
 
 export interface RetryPolicy {
   maxAttempts: number;
@@ -66,7 +65,7 @@ export async function retryConnect<T>(
     try {
       return { value: await connect(attempt), attempts: attempt };
     } catch (err) {
-      const delay = backoffDelayMs(attempt);
+      const delay = backoffDelayMs(CONNECT_BACKOFF, attempt);
       const message = errorMessage(err);
       if (
         !isTransientConnectError(err) ||

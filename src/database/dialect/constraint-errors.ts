@@ -20,7 +20,7 @@ function notNullColumn(d: Record<string, unknown>): string | undefined {
  */
 export class BusyError extends ConflictError {
   constructor(message = 'The record is busy with a concurrent change; retry') {
-    super(message);
+    super(message, null, 'busy');
   }
 }
 
@@ -54,7 +54,7 @@ export function translateDbError(err: unknown, entity: FieldColumns): unknown {
     errno === 2601 ||
     /^SQLITE_CONSTRAINT_(UNIQUE|PRIMARYKEY)$/.test(code)
   )
-    return new ConflictError('A record with the same unique values already exists');
+    return new ConflictError('A record with the same unique values already exists', null, 'duplicate_value');
   // A deadlock or serialization failure: nothing was written, the same request may simply be retried.
   if (isBusyError(err)) return new BusyError();
   if (code === '23502' || errno === 1048 || errno === 515 || code === 'SQLITE_CONSTRAINT_NOTNULL') {

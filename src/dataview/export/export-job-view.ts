@@ -58,7 +58,7 @@ export function exportJobView(job: Job): ExportJobView {
 export function exportOutcome(job: Job): ExportAnswer {
   const result = resultOf(job);
   if (job.status === 'COMPLETED' && result) return result;
-  if (job.status === 'CANCELLED') throw new ConflictError('The export was cancelled');
+  if (job.status === 'CANCELLED') throw new ConflictError('The export was cancelled', null, 'illegal_state');
   const error = job.error;
   const code = error && error.code in ERROR_STATUS ? (error.code as ErrorCode) : 'SERVICE_ERROR';
   throw new AppError(code, error?.message ?? 'The export failed', error?.details ?? null);

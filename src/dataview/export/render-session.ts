@@ -28,8 +28,19 @@ export async function renderInThread(
   const rows = input.batches[Symbol.asyncIterator]();
   let finished = false;
   try {
-    await new Promise<void>((resolve, reject) => {
+    await new Promise<void>((resolveSession, rejectSession) => {
       let chain = Promise.resolve();
+      // Once the session has ended (done, failed, aborted), messages still queued are dropped: the
+      // store may already have destroyed `out`, and nothing more may be read or written.
+      let settled = false;
+      const resolve = () => {
+        settled = true;
+        resolveSession();
+      };
+      const reject = (err: Error) => {
+        settled = true;
+        rejectSession(err);
+      };
       const send = (m: ToRenderer) => port1.postMessage(m);
       const onAbort = () => reject(asError(signal.reason));
       const onExit = () => reject(new Error('The render thread stopped'));
@@ -40,6 +51,7 @@ export async function renderInThread(
         lease.worker.off('exit', onExit);
       };
       const handle = async (m: FromRenderer): Promise<void> => {
+        if (settled || out.destroyed) return;
         switch (m.type) {
           case 'chunk':
             if (!out.write(Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength)))

@@ -17,7 +17,7 @@ import {
   SortKey,
 } from '../../records/query/record-query';
 import type { Row } from '../../records/records-read.repository';
-import type { EntityInfo, FieldDef, FieldType } from '../../registry/registry.types';
+import type { EntityInfo, FieldDef } from '../../registry/registry.types';
 import type { GridColumn, GridConfig, PaginationType } from './grid-config';
 import { GridRequest, MAX_OFFSET } from './grid-request';
 
@@ -27,57 +27,9 @@ import { GridRequest, MAX_OFFSET } from './grid-request';
  * which scope it by tenant, soft delete and row filter, and project and mask what they read.
  */
 
-/** The column types of spec §2.9.1 that filters are checked against. */
-export type ColumnKind = 'text' | 'numeric' | 'date' | 'boolean' | 'select';
+import { isSearchable, kindOf, operatorFits } from '../../records/query/operators';
 
-/**
- * A field's column kind. The registry's type decides (a column configured as `link` over an e-mail
- * field is text; one configured as `numeric` over a text field is text): the values are the
- * registry's, and a filter must fit them. JSON fields have no kind and take no filter.
- */
-export function kindOf(type: FieldType): ColumnKind | undefined {
-  switch (type) {
-    case 'text':
-    case 'email':
-      return 'text';
-    case 'integer':
-    case 'numeric':
-      return 'numeric';
-    case 'date':
-      return 'date';
-    case 'boolean':
-      return 'boolean';
-    case 'select':
-      return 'select';
-    case 'json':
-      return undefined;
-  }
-}
-
-/**
- * Which operators a column kind takes (spec §2.9.1): equals, not_equals, in, not_in, is_null and
- * is_not_null on every kind; contains, starts_with, ends_with on text; between on numbers and dates;
- * greater_than and less_than on numbers and, as the records core allows, on dates.
- */
-export function operatorFits(operator: FilterOperator, kind: ColumnKind): boolean {
-  switch (operator) {
-    case 'contains':
-    case 'starts_with':
-    case 'ends_with':
-      return kind === 'text';
-    case 'greater_than':
-    case 'less_than':
-    case 'between':
-      return kind === 'numeric' || kind === 'date';
-    case 'equals':
-    case 'not_equals':
-    case 'in':
-    case 'not_in':
-    case 'is_null':
-    case 'is_not_null':
-      return true;
-  }
-}
+export { kindOf, operatorFits, type ColumnKind } from '../../records/query/operators';
 
 export interface GridPlan {
   /** Default filters, then the request's, then the group key; the sort; the search. */
@@ -233,7 +185,7 @@ export function planGrid(
   if (request.search !== undefined) {
     const fields = grid.columns
       .filter((c) => c.searchable && queryable.has(c.fieldCode) && visible.has(c.fieldCode))
-      .filter((c) => ['text', 'select'].includes(kindOf(fieldOf.get(c.fieldCode)!.type) ?? ''))
+      .filter((c) => isSearchable(fieldOf.get(c.fieldCode)!.type))
       .map((c) => c.fieldCode);
     if (fields.length === 0)
       errors.push({ field: 'search', error: 'this dataview has no searchable column' });

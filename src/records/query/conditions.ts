@@ -1,38 +1,14 @@
 import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import type { FieldError } from '../../common/errors/app-error';
-import type { EntityInfo, FieldDef, FieldType } from '../../registry/registry.types';
+import type { EntityInfo, FieldDef } from '../../registry/registry.types';
 import { col } from '../scope';
 import { wellFormedProblem } from '../../common/validation/text-rules';
 import { coerce } from './coerce';
-import type { FilterCondition, FilterOperator, RecordQuery } from './record-query';
+import { isSearchable, operatorAllowed } from './operators';
+import type { FilterCondition, RecordQuery } from './record-query';
 
 /** Most values an `in` / `not_in` list may hold. */
 export const MAX_IN_VALUES = 100;
-
-const TEXTUAL: ReadonlySet<FieldType> = new Set(['text', 'email', 'select']);
-const ORDERED: ReadonlySet<FieldType> = new Set(['integer', 'numeric', 'date']);
-
-/** Which operators a field type takes (spec §2.9.1; comparisons also on dates). */
-export function operatorAllowed(operator: FilterOperator, type: FieldType): boolean {
-  if (type === 'json') return false;
-  switch (operator) {
-    case 'contains':
-    case 'starts_with':
-    case 'ends_with':
-      return TEXTUAL.has(type);
-    case 'greater_than':
-    case 'less_than':
-    case 'between':
-      return ORDERED.has(type);
-    case 'equals':
-    case 'not_equals':
-    case 'in':
-    case 'not_in':
-    case 'is_null':
-    case 'is_not_null':
-      return true;
-  }
-}
 
 /** LIKE pattern text with `!`, `%`, `_` and `[` (SQL Server) escaped by `!`. */
 function likeEscape(text: string): string {
@@ -156,7 +132,7 @@ export function applyConditions(
   if (query.search && query.search.text !== '') {
     const fields = query.search.fields
       .filter((name) => filterable.has(name))
-      .map((name) => entity.fields.find((f) => f.name === name && TEXTUAL.has(f.type)))
+      .map((name) => entity.fields.find((f) => f.name === name && isSearchable(f.type)))
       .filter((f): f is FieldDef => f !== undefined);
     if (fields.length === 0) {
       errors.push({ field: 'search', error: 'no searchable field' });

@@ -3,13 +3,12 @@ import type {
   InsertQueryBuilder,
   ObjectLiteral,
   QueryRunner,
-  SelectQueryBuilder,
   UpdateQueryBuilder,
 } from 'typeorm';
 import { dialectOf } from '../../database/dialect';
 import { insertedKeyOf, returningOf } from '../../database/dialect/returning';
-import type { EntityInfo, FieldDef } from '../../registry/registry.types';
-import { col, ScopeRule, scopePredicates } from '../scope';
+import type { EntityInfo } from '../../registry/registry.types';
+import { ScopeRule, scopePredicates } from '../scope';
 
 /** The statements of entity writes, built from registry identifiers; every value is a parameter. */
 
@@ -65,14 +64,4 @@ export function scopedUpdate(
       qb.andWhere(`${lm} = :__expectedLastModified`, { __expectedLastModified: options.lastModified.value });
   }
   return qb;
-}
-
-/** Selects the given fields under their API names. */
-export function selectFields(
-  ds: DataSource,
-  qb: SelectQueryBuilder<Record<string, unknown>>,
-  fields: FieldDef[],
-): void {
-  qb.select(col(ds, fields[0].column), fields[0].name);
-  for (const f of fields.slice(1)) qb.addSelect(col(ds, f.column), f.name);
 }

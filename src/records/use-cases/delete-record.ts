@@ -47,9 +47,13 @@ export class DeleteRecord {
       if (!existing) throw new NotFoundError(`${entity.code} ${id} not found`);
       const plan = await this.planner.plan(tx, entity, [id], options.cascade, ctx.tenantId, 0);
       if (plan.blocked.size > 0) {
-        throw new ConflictError(`${entity.code} ${id} has dependent records; delete with cascade=true`, {
-          dependentEntities: [...plan.blocked].map(([code, count]) => ({ entity: code, count })),
-        });
+        throw new ConflictError(
+          `${entity.code} ${id} has dependent records; delete with cascade=true`,
+          {
+            dependentEntities: [...plan.blocked].map(([code, count]) => ({ entity: code, count })),
+          },
+          'dependents_exist',
+        );
       }
       for (const step of plan.cascade) await this.assertMayDelete(ctx, step.entity);
       const storedMs = fromDbTimestamp(existing.lastModifiedRaw, tx.driverType);

@@ -89,9 +89,11 @@ export class RecordWriteSupport {
   ) {}
 
   stale(entity: EntityInfo, id: number, storedMs: number | null): ConflictError {
-    return new ConflictError(`${entity.code} ${id} was changed by someone else; reload it and retry`, {
-      lastModified: storedMs === null ? null : new Date(storedMs).toISOString(),
-    });
+    return new ConflictError(
+      `${entity.code} ${id} was changed by someone else; reload it and retry`,
+      { lastModified: storedMs === null ? null : new Date(storedMs).toISOString() },
+      'stale_record',
+    );
   }
 
   /** Write-only inputs (users.password → argon2id hash, D12), hashed before the transaction opens. */

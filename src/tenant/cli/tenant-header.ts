@@ -7,6 +7,7 @@
  */
 import { errorMessage } from '../../common/errors/error-message';
 import { existsSync } from 'node:fs';
+import { parseArgs as utilParseArgs } from 'node:util';
 import { ConfigValidationError, type AppConfig } from '../../config/config.schema';
 import { DEV_SECRETS_FILE } from '../../config/dev-secrets';
 import { configFromProcessEnv } from '../../config/environment';
@@ -31,26 +32,30 @@ export interface CliArgs {
 
 export class UsageError extends Error {}
 
+const OPTIONS = { timestamp: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const;
+
 export function parseArgs(argv: readonly string[], nowS = Math.floor(Date.now() / 1000)): CliArgs | 'help' {
-  let tenantId: string | undefined;
+  // Not strict: `--timestamp` is a flag that may carry `=<seconds>`, which node:util has no type for.
+  const { values, positionals, tokens } = utilParseArgs({
+    args: [...argv],
+    options: OPTIONS,
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
+  if (values.help) return 'help';
+  const unknown = tokens.find((t) => t.kind === 'option' && !(t.name in OPTIONS));
+  if (unknown?.kind === 'option') throw new UsageError(`Unknown option ${unknown.rawName}`);
   let timestamp: number | undefined;
-  for (const arg of argv) {
-    if (arg === '-h' || arg === '--help') return 'help';
-    if (arg === '--timestamp') {
-      timestamp = nowS;
-    } else if (arg.startsWith('--timestamp=')) {
-      const value = arg.slice('--timestamp='.length);
-      if (!/^\d{1,12}$/.test(value))
-        throw new UsageError(`--timestamp must be unix seconds (got "${value}")`);
-      timestamp = Number(value);
-    } else if (arg.startsWith('-')) {
-      throw new UsageError(`Unknown option ${arg}`);
-    } else if (tenantId !== undefined) {
-      throw new UsageError(`Only one tenant id, please (got "${tenantId}" and "${arg}")`);
-    } else {
-      tenantId = arg.trim();
-    }
+  if (values.timestamp === true) timestamp = nowS;
+  else if (typeof values.timestamp === 'string') {
+    if (!/^\d{1,12}$/.test(values.timestamp))
+      throw new UsageError(`--timestamp must be unix seconds (got "${values.timestamp}")`);
+    timestamp = Number(values.timestamp);
   }
+  if (positionals.length > 1)
+    throw new UsageError(`Only one tenant id, please (got "${positionals[0]}" and "${positionals[1]}")`);
+  const tenantId = positionals[0]?.trim();
   if (tenantId === undefined) throw new UsageError('A tenant id is required');
   if (!/^\d{1,10}$/.test(tenantId) || Number(tenantId) < 1 || Number(tenantId) > MAX_TENANT_ID) {
     throw new UsageError(

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { DataSource } from 'typeorm';
 import type { DatabaseConfig } from '../../config/config.schema';
 import { createDataSource } from '../../database/data-source.factory';
@@ -15,33 +16,31 @@ export interface TenantDirectoryOptions {
   now?: () => number;
 }
 
-interface Entry {
-  id: number | undefined;
-  expiresAt: number;
-}
-
 /**
  * The proxy's in-memory cache in front of a TenantSource: hits and misses are remembered for their
  * TTL, concurrent lookups of one code share one query, and failures are not remembered at all.
  */
 export class TenantDirectory {
-  private readonly entries = new Map<string, Entry>();
+  /** lru-cache bounds the entries and ages each by its own TTL (hits and misses differ). */
+  private readonly entries: LRUCache<string, { id: number | undefined }>;
   private readonly inFlight = new Map<string, Promise<number | undefined>>();
-  private readonly maxEntries: number;
-  private readonly now: () => number;
 
   constructor(
     private readonly source: TenantSource,
     private readonly options: TenantDirectoryOptions,
   ) {
-    this.maxEntries = options.maxEntries ?? 10_000;
-    this.now = options.now ?? Date.now;
+    const now = options.now;
+    this.entries = new LRUCache({
+      max: options.maxEntries ?? 10_000,
+      // Read the clock on every look-up: an entry's expiry is exact, never cached for a tick.
+      ttlResolution: 0,
+      ...(now ? { perf: { now } } : {}),
+    });
   }
 
   async resolve(code: string): Promise<number | undefined> {
     const cached = this.entries.get(code);
-    if (cached && cached.expiresAt > this.now()) return cached.id;
-    if (cached) this.entries.delete(code);
+    if (cached) return cached.id;
     const pending = this.inFlight.get(code);
     if (pending) return pending;
     const lookup = this.source(code)
@@ -65,13 +64,8 @@ export class TenantDirectory {
 
   private remember(code: string, id: number | undefined): void {
     const ttl = id === undefined ? this.options.missTtlMs : this.options.ttlMs;
-    if (ttl <= 0) return;
-    while (this.entries.size >= this.maxEntries) {
-      const oldest = this.entries.keys().next();
-      if (oldest.done) break;
-      this.entries.delete(oldest.value);
-    }
-    this.entries.set(code, { id, expiresAt: this.now() + ttl });
+    // lru-cache expires an entry once it is older than its ttl; this one expires at its TTL.
+    if (ttl > 0) this.entries.set(code, { id }, { ttl: ttl - 1 || 1 });
   }
 }
 

@@ -1,3 +1,4 @@
+import { backoffDelayMs } from '../../common/backoff';
 import type { RetryPolicy } from './workflow-schema';
 
 /**
@@ -18,10 +19,14 @@ export function retryDelayMs(
   failedAttempt: number,
   random: () => number = Math.random,
 ): number {
-  const attempt = Number.isFinite(failedAttempt) ? Math.max(1, Math.floor(failedAttempt)) : 1;
-  const exponential = policy.backoffMs * policy.backoffMultiplier ** (attempt - 1);
-  const base = Math.max(0, Math.min(exponential, policy.maxBackoffMs));
-  const r = random();
-  const jitter = Number.isNaN(r) ? 0 : Math.min(1, Math.max(0, r));
-  return Math.round(base / 2 + (jitter * base) / 2);
+  return backoffDelayMs(
+    {
+      baseMs: policy.backoffMs,
+      multiplier: policy.backoffMultiplier,
+      maxMs: policy.maxBackoffMs,
+      jitter: 'equal',
+    },
+    failedAttempt,
+    random,
+  );
 }

@@ -1,3 +1,4 @@
+import { isTransient } from '../../common/errors/error-codes';
 import type { WriteTx } from '../../records/records-write.repository';
 import type { ExpressionScope } from '../definition/expressions';
 import type { WorkflowDefinition } from '../definition/workflow-definitions.service';
@@ -50,8 +51,10 @@ export interface StepHandler {
   run(run: StepRun, commit: CommitStep): Promise<void>;
 }
 
-/** A step failure that retrying cannot mend (a bad value, a missing record, no permission). */
+/**
+ * A step failure that retrying cannot mend (a bad value, a missing record, no permission, restricting
+ * dependents, a taken value): decided by the error's code and reason, never by an HTTP status.
+ */
 export function isPermanent(err: unknown): boolean {
-  const status = (err as { status?: unknown })?.status;
-  return typeof status === 'number' && status >= 400 && status < 500 && status !== 409 && status !== 429;
+  return !isTransient(err);
 }

@@ -15,8 +15,8 @@ import { WorkflowTelemetry } from '../workflow-telemetry';
 
 /** Why a step's commit did not happen: the instance moved on (D49's checks before the commit). */
 export class StepAborted extends ConflictError {
-  constructor(readonly reason: 'paused' | 'final' | 'duplicate' | 'gone') {
-    super(`Step not committed: ${reason}`);
+  constructor(readonly why: 'paused' | 'final' | 'duplicate' | 'gone') {
+    super(`Step not committed: ${why}`, null, 'illegal_state');
   }
 }
 
@@ -270,10 +270,10 @@ export class InstanceTransitions {
 
   async aborted(row: QueueRow, err: StepAborted): Promise<void> {
     this.logger.debug(
-      { instanceId: row.instanceId, node: row.nodeId, reason: err.reason },
+      { instanceId: row.instanceId, node: row.nodeId, reason: err.why },
       'Workflow step not committed',
     );
-    if (err.reason === 'paused') await this.queue.hold(row.id);
+    if (err.why === 'paused') await this.queue.hold(row.id);
     else await this.queue.delete(undefined, row.id);
   }
 }

@@ -264,7 +264,7 @@ export class WorkflowEngine {
 
   /**
    * A step threw: retried with backoff while its policy allows and the error is not permanent
-   * (a 4xx other than 409/429 would fail again), then its `onError` (or the schema's
+   * (a domain error that is not transient — a bad value, no permission, dependents — would fail again), then its `onError` (or the schema's
    * `errorHandling.onFailure`): `fail`, `continue` (its `next`), or a step to go to.
    */
   private async stepFailed(

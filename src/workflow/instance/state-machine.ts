@@ -43,10 +43,9 @@ export function legalFrom(action: InstanceAction): InstanceState[] {
 export function transition(id: number, state: InstanceState, action: InstanceAction): InstanceState {
   const next = nextState(state, action);
   if (next) return next;
-  throw new ConflictError(`Cannot ${action} instance ${id}: it is ${state}`, {
-    instanceId: id,
-    status: state,
-    action,
-    allowedFrom: legalFrom(action),
-  });
+  throw new ConflictError(
+    `Cannot ${action} instance ${id}: it is ${state}`,
+    { instanceId: id, status: state, action, allowedFrom: legalFrom(action) },
+    'illegal_state',
+  );
 }

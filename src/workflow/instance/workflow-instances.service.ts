@@ -278,11 +278,11 @@ export class WorkflowInstancesService {
   }
 
   private notWaiting(instance: InstanceRow): ConflictError {
-    return new ConflictError(`Workflow instance ${instance.id} is not waiting for an approval`, {
-      instanceId: instance.id,
-      status: instance.status,
-      currentNode: instance.currentNode,
-    });
+    return new ConflictError(
+      `Workflow instance ${instance.id} is not waiting for an approval`,
+      { instanceId: instance.id, status: instance.status, currentNode: instance.currentNode },
+      'illegal_state',
+    );
   }
 
   private async checkApprover(

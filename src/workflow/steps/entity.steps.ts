@@ -74,7 +74,7 @@ export class EntitySteps {
         { field: `${run.step.id}.id`, error: `must be a positive integer (got ${JSON.stringify(rendered)})` },
       ]);
     const values = this.values(run);
-    // The current token (D24): a concurrent change in between makes the update a 409, which retries.
+    // The current token (D24): a concurrent change in between makes the update a stale_record conflict, which retries.
     const current = await this.read.execute(ctx, id);
     const token = current.lastModified;
     const expected = { ms: typeof token === 'string' ? Date.parse(token) : null };
