@@ -1103,10 +1103,7 @@ export interface components {
         /** Customers (create) */
         CustomerInput: {
             name: string | number | boolean;
-            /**
-             * Format: email
-             * @description Unique in the tenant
-             */
+            /** @description Unique in the tenant */
             email: string;
             phone?: (string | null) | number | boolean;
             /**
@@ -1125,10 +1122,7 @@ export interface components {
             /** @description As read; ignored when unchanged (D43), else 400 */
             readonly id?: number;
             name?: string | number | boolean;
-            /**
-             * Format: email
-             * @description Unique in the tenant
-             */
+            /** @description Unique in the tenant */
             email?: string;
             phone?: (string | null) | number | boolean;
             /**
@@ -1269,10 +1263,7 @@ export interface components {
         };
         /** Users (create) */
         UserInput: {
-            /**
-             * Format: email
-             * @description Unique in the tenant
-             */
+            /** @description Unique in the tenant */
             email_id: string;
             first_name?: (string | null) | number | boolean;
             last_name?: (string | null) | number | boolean;
@@ -1292,10 +1283,7 @@ export interface components {
         UserUpdate: {
             /** @description As read; ignored when unchanged (D43), else 400 */
             readonly id?: number;
-            /**
-             * Format: email
-             * @description Unique in the tenant
-             */
+            /** @description Unique in the tenant */
             email_id?: string;
             first_name?: (string | null) | number | boolean;
             last_name?: (string | null) | number | boolean;
