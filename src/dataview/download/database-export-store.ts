@@ -10,6 +10,7 @@ import { fromDbTimestamp, toDbTimestamp } from '../../database/dialect/timestamp
 import { EXPORT_FILES_TABLE } from '../../database/schema';
 import { EXPORT_SWEEP_INTERVAL_MS } from './directory-export-store';
 import { ExportStore, FILE_ID, OpenedExport, StoredExportMeta } from './export-store';
+import { discardStream } from './discard-stream';
 
 const TABLE = EXPORT_FILES_TABLE.name;
 /** Raw bytes per chunk row (base64: 4/3 of it). */
@@ -81,15 +82,22 @@ export class DatabaseExportStore implements ExportStore, OnModuleInit, OnModuleD
       size = 0;
       await this.ds.createQueryBuilder().insert().into(TABLE, Object.keys(values)).values(values).execute();
     };
+    // The chunk insert in flight, awaited before a discarded export's chunks are removed: otherwise
+    // it could land after the removal and leave an orphan chunk behind.
+    let inFlight: Promise<void> = Promise.resolve();
+    const flushThen = (callback: (err?: Error | null) => void) => {
+      inFlight = flush();
+      inFlight.then(() => callback(), callback);
+    };
     const out = new Writable({
       write(data: Buffer, _encoding, callback) {
         pending.push(data);
         size += data.length;
         if (size < EXPORT_CHUNK_BYTES) return callback();
-        flush().then(() => callback(), callback);
+        flushThen(callback);
       },
       final(callback) {
-        flush().then(() => callback(), callback);
+        flushThen(callback);
       },
     });
     try {
@@ -103,7 +111,8 @@ export class DatabaseExportStore implements ExportStore, OnModuleInit, OnModuleD
         .execute();
       return fileId;
     } catch (err) {
-      out.destroy();
+      await discardStream(out);
+      await inFlight.catch(() => undefined);
       await this.remove(fileId).catch(() => undefined);
       throw err;
     }

@@ -2,6 +2,7 @@ import { errorMessage } from '../../common/errors/error-message';
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
+import { discardStream } from './discard-stream';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { once } from 'node:events';
@@ -76,7 +77,7 @@ export class DirectoryExportStore implements ExportStore, OnModuleInit, OnModule
       await writeFile(this.path(id, 'json'), JSON.stringify(stored), { mode: 0o600 });
       return id;
     } catch (err) {
-      out.destroy();
+      await discardStream(out);
       await this.remove(id);
       throw err;
     }
