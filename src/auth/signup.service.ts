@@ -62,7 +62,8 @@ function invalid(field: string, error: string, message: string): ValidationError
 export class SignupService {
   private readonly logger = new Logger('Signup');
   /** HMAC key of the codes: a leaked cache entry does not give the code away by brute force. */
-  private readonly codeKey: Buffer;
+  /** Hashes codes with the first; a code hashed with a previous JWT secret still matches (D57). */
+  private readonly codeKeys: Buffer[];
 
   constructor(
     @InjectConfig() private readonly config: AppConfig,
@@ -75,8 +76,8 @@ export class SignupService {
     private readonly createRecord: CreateRecord,
     private readonly contexts: RecordContextFactory,
   ) {
-    this.codeKey = Buffer.from(
-      hkdfSync('sha256', config.auth.jwtSecret, 'mtb-signup', 'signup-otp code hash', 32),
+    this.codeKeys = [config.auth.jwtSecret, ...config.auth.jwtSecretsPrevious].map((secret) =>
+      Buffer.from(hkdfSync('sha256', secret, 'mtb-signup', 'signup-otp code hash', 32)),
     );
   }
 
@@ -165,8 +166,8 @@ export class SignupService {
     return `${codeKey}:attempts:${entry.sessionHash.slice(0, 16)}`;
   }
 
-  private codeHash(tenantId: string, emailHash: string, code: string): string {
-    return createHmac('sha256', this.codeKey).update(`${tenantId}:${emailHash}:${code}`).digest('hex');
+  private codeHash(tenantId: string, emailHash: string, code: string, key = this.codeKeys[0]): string {
+    return createHmac('sha256', key).update(`${tenantId}:${emailHash}:${code}`).digest('hex');
   }
 
   /** 429 with Retry-After when this tenant + e-mail got a code or notice within the interval. */
@@ -261,9 +262,12 @@ export class SignupService {
       throw new AppError('SERVICE_ERROR', 'The code could not be checked; try again later');
     }
     if (attempt > SIGNUP_MAX_ATTEMPTS) throw tooManyAttempts('otp');
-    const given = Buffer.from(this.codeHash(tenant.id, keys.emailHash, otp), 'hex');
     const expected = Buffer.from(String(entry.codeHash), 'hex');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    const matches = this.codeKeys.some((key) => {
+      const given = Buffer.from(this.codeHash(tenant.id, keys.emailHash, otp, key), 'hex');
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    });
+    if (!matches) {
       if (attempt === SIGNUP_MAX_ATTEMPTS) {
         this.logger.warn({ event: 'signup_code_locked', tenantId: tenant.id, email }, 'signup_code_locked');
         throw tooManyAttempts('otp');

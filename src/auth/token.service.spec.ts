@@ -1,6 +1,6 @@
 import { JwtService } from '@nestjs/jwt';
 import jwt from 'jsonwebtoken';
-import { createHmac, createSecretKey } from 'node:crypto';
+import { createHash, createHmac, createSecretKey } from 'node:crypto';
 import { loadConfig } from '../config/config.schema';
 import { AppError } from '../common/errors/app-error';
 import { TokenService } from './token.service';
@@ -21,14 +21,15 @@ const USER: UserRecord = {
   active: true,
 };
 
-function tokenService(): TokenService {
+function tokenService(secret = SECRET, previous?: string): TokenService {
   const config = loadConfig({
     NODE_ENV: 'test',
-    JWT_SECRET: SECRET,
+    JWT_SECRET: secret,
+    ...(previous !== undefined ? { JWT_SECRET_PREVIOUS: previous } : {}),
     TENANT_ENCRYPTION_KEY: 'ab'.repeat(32),
   });
   const jwtService = new JwtService({
-    secret: createSecretKey(Buffer.from(SECRET, 'utf8')),
+    secret: createSecretKey(Buffer.from(secret, 'utf8')),
     signOptions: { algorithm: 'HS256' },
     verifyOptions: { algorithms: ['HS256'], clockTolerance: 5 },
   });
@@ -39,10 +40,10 @@ function tokenService(): TokenService {
  * An HS256 token of exactly these claims, signed with the test secret. Not jsonwebtoken's sign: it
  * adds an iat and refuses the malformed claims these tests need.
  */
-function signRaw(claims: object): string {
+function signRaw(claims: object, header: object = {}, secret = SECRET): string {
   const enc = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
-  const unsigned = `${enc({ alg: 'HS256', typ: 'JWT' })}.${enc(claims)}`;
-  return `${unsigned}.${createHmac('sha256', SECRET).update(unsigned).digest('base64url')}`;
+  const unsigned = `${enc({ alg: 'HS256', typ: 'JWT', ...header })}.${enc(claims)}`;
+  return `${unsigned}.${createHmac('sha256', secret).update(unsigned).digest('base64url')}`;
 }
 
 function codeOf(fn: () => unknown): string {
@@ -241,6 +242,56 @@ describe('TokenService', () => {
         jti: 'j-1',
         exp: iat + 600,
       });
+    });
+  });
+
+  describe('key rotation (D57)', () => {
+    const NEW = 'the-next-jwt-secret-that-is-also-long-enough-4567';
+    const idOf = (secret: string) => createHash('sha256').update(secret, 'utf8').digest('hex').slice(0, 8);
+    const headerOf = (token: string): Record<string, unknown> =>
+      JSON.parse(Buffer.from(token.split('.')[0], 'base64url').toString()) as Record<string, unknown>;
+    const claims = () => {
+      const now = Math.floor(Date.now() / 1000);
+      return { sub: '4', user_id: 4, tenant_id: '2', jti: 'j', iat: now, exp: now + 60 };
+    };
+
+    it("should name the signing secret in the header's kid", () => {
+      expect(headerOf(tokenService().issue(USER).token)).toMatchObject({ alg: 'HS256', kid: idOf(SECRET) });
+    });
+
+    it('should keep the sessions of the previous secret signed in, and sign with the new one', () => {
+      const before = tokenService().issue(USER).token;
+      const rotated = tokenService(NEW, SECRET);
+      expect(rotated.verify(before).userId).toBe(4);
+      const after = rotated.issue(USER).token;
+      expect(headerOf(after).kid).toBe(idOf(NEW));
+      // Step 1 of the runbook: the new secret accepted before any instance signs with it.
+      expect(tokenService(SECRET, NEW).verify(after).userId).toBe(4);
+    });
+
+    it('should refuse a token of a secret no longer accepted, and an unknown or malformed kid', () => {
+      const before = tokenService().issue(USER).token;
+      expect(codeOf(() => tokenService(NEW).verify(before))).toBe('TOKEN_INVALID');
+      expect(codeOf(() => tokenService().verify(signRaw(claims(), { kid: 'deadbeef' })))).toBe(
+        'TOKEN_INVALID',
+      );
+      expect(codeOf(() => tokenService().verify(signRaw(claims(), { kid: 42 })))).toBe('TOKEN_INVALID');
+      // The right secret under another secret's id is refused too: the id picks the key.
+      expect(codeOf(() => tokenService(NEW, SECRET).verify(signRaw(claims(), { kid: idOf(NEW) })))).toBe(
+        'TOKEN_INVALID',
+      );
+    });
+
+    it('should accept a token without kid (issued before key ids) under any accepted secret', () => {
+      const legacy = signRaw(claims());
+      expect(tokenService(NEW, SECRET).verify(legacy).userId).toBe(4);
+      expect(codeOf(() => tokenService(NEW).verify(legacy))).toBe('TOKEN_INVALID');
+    });
+
+    it('should say expired (not invalid) for an expired token of a previous secret', () => {
+      const now = Math.floor(Date.now() / 1000);
+      const old = signRaw({ ...claims(), iat: now - 120, exp: now - 60 }, { kid: idOf(SECRET) });
+      expect(codeOf(() => tokenService(NEW, SECRET).verify(old))).toBe('TOKEN_EXPIRED');
     });
   });
 });

@@ -1,12 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
 import { LRUCache } from 'lru-cache';
-import { randomUUID } from 'node:crypto';
+import { createSecretKey, randomUUID, type KeyObject } from 'node:crypto';
 import { AppError } from '../common/errors/app-error';
 import type { AuthUser } from '../common/request-context';
 import type { AppConfig } from '../config/config.schema';
 import { parseDurationSeconds } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';
+import { jwtKeyRing, KEY_ID, type KeyRing } from '../config/key-ring';
 import type { UserRecord } from './users.repository';
 
 /**
@@ -65,11 +66,17 @@ export class TokenService {
    */
   private readonly verified = new LRUCache<string, Readonly<VerifiedToken>>({ max: 10_000 });
 
+  /** D57: JWT_SECRET signs (its id in the header's `kid`); JWT_SECRET_PREVIOUS still verifies. */
+  private readonly keys: KeyRing;
+  private readonly keyObjects: Map<string, KeyObject>;
+
   constructor(
     private readonly jwt: JwtService,
     @InjectConfig() config: AppConfig,
   ) {
     this.lifetimeS = parseDurationSeconds(config.auth.jwtExpiresIn) ?? 86400;
+    this.keys = jwtKeyRing(config.auth);
+    this.keyObjects = new Map(this.keys.all.map((k) => [k.id, createSecretKey(k.bytes)]));
   }
 
   issue(user: UserRecord): IssuedToken {
@@ -92,7 +99,7 @@ export class TokenService {
       exp,
     };
     return {
-      token: this.jwt.sign(payload),
+      token: this.jwt.sign(payload, { keyid: this.keys.current.id }),
       jti,
       expiresIn: this.lifetimeS,
       expiresAt: new Date(exp * 1000).toISOString(),
@@ -125,16 +132,39 @@ export class TokenService {
     return verified;
   }
 
-  private verifyUncached(token: string, nowMs: number): VerifiedToken {
-    let payload: Partial<TokenPayload>;
+  /**
+   * The keys to verify `token` with (D57): the one its header's `kid` names (an unknown id: none, so
+   * the token is invalid), or, for a token without one (issued before key ids), every accepted key.
+   */
+  private keysFor(token: string): KeyObject[] {
+    let kid: unknown;
     try {
-      payload = this.jwt.verify<TokenPayload>(token);
-    } catch (err) {
-      if (err instanceof Error && err.name === 'TokenExpiredError') {
-        throw new AppError('TOKEN_EXPIRED', 'Token has expired');
-      }
-      throw new AppError('TOKEN_INVALID', 'Token is invalid');
+      kid = (JSON.parse(Buffer.from(token.split('.', 1)[0], 'base64url').toString('utf8')) as { kid?: unknown })
+        ?.kid;
+    } catch {
+      kid = undefined; // not a JWT header: jsonwebtoken refuses it below
     }
+    if (kid === undefined) return [...this.keyObjects.values()];
+    const key = typeof kid === 'string' && KEY_ID.test(kid) ? this.keyObjects.get(kid) : undefined;
+    return key ? [key] : [];
+  }
+
+  private verifyUncached(token: string, nowMs: number): VerifiedToken {
+    let payload: Partial<TokenPayload> | undefined;
+    for (const key of this.keysFor(token)) {
+      try {
+        // jsonwebtoken takes a KeyObject (fast, see the class comment); the option's type says
+        // string | Buffer only.
+        payload = this.jwt.verify<TokenPayload>(token, { secret: key as unknown as Buffer });
+        break;
+      } catch (err) {
+        // Expiry is checked after the signature: this key was the right one.
+        if (err instanceof Error && err.name === 'TokenExpiredError') {
+          throw new AppError('TOKEN_EXPIRED', 'Token has expired');
+        }
+      }
+    }
+    if (payload === undefined) throw new AppError('TOKEN_INVALID', 'Token is invalid');
     const userId = userIdOf(payload);
     if (
       userId === undefined ||

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { decodeKey32 } from './parse';
+import { splitKeyList } from './key-ring';
 import { localUrlFor } from './service-address';
 import { Env, readAll, Values, VariableSpec } from './variable';
 import { VARS } from './variables';
@@ -70,8 +71,21 @@ export interface AppConfig {
     localTierMaxBytes: number;
     localTierTtlMs: number;
   };
-  auth: { jwtSecret: string; jwtExpiresIn: string; tenantHeaderMaxAgeS: number };
-  crypto: { tenantEncryptionKey: string; connectionEncryptionKey: string };
+  auth: {
+    jwtSecret: string;
+    /** D57: earlier secrets still accepted to verify tokens. */
+    jwtSecretsPrevious: string[];
+    jwtExpiresIn: string;
+    tenantHeaderMaxAgeS: number;
+  };
+  crypto: {
+    tenantEncryptionKey: string;
+    /** D57: earlier keys still accepted to decrypt tenant headers. */
+    tenantEncryptionKeysPrevious: string[];
+    connectionEncryptionKey: string;
+    /** D57: earlier keys still accepted to decrypt stored secrets (until keys:rotate). */
+    connectionEncryptionKeysPrevious: string[];
+  };
   /**
    * D39 per tenant (authenticated requests only); per client address: public routes, and the
    * failure budget of requests without an authenticated user (issue 9).
@@ -228,6 +242,12 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
   else if (Buffer.byteLength(jwtSecret) < 32 && nodeEnv !== 'development') {
     problems.push('JWT_SECRET: must be at least 32 bytes outside development (D13)');
   }
+  if (
+    nodeEnv !== 'development' &&
+    splitKeyList(v.JWT_SECRET_PREVIOUS).some((s) => Buffer.byteLength(s) < 32)
+  ) {
+    problems.push('JWT_SECRET_PREVIOUS: every secret must be at least 32 bytes outside development (D13)');
+  }
   if (!tenantKey) problems.push('TENANT_ENCRYPTION_KEY: required');
   else if (!decodeKey32(tenantKey)) {
     problems.push('TENANT_ENCRYPTION_KEY: must be 32 bytes as 64 hex characters or base64 (D5)');
@@ -314,12 +334,20 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     },
     auth: {
       jwtSecret: jwtSecret ?? '',
+      jwtSecretsPrevious: splitKeyList(v.JWT_SECRET_PREVIOUS),
       jwtExpiresIn: v.JWT_EXPIRES_IN ?? '24h',
       tenantHeaderMaxAgeS: v.TENANT_HEADER_MAX_AGE_S(),
     },
     crypto: {
       tenantEncryptionKey: tenantKey ?? '',
+      tenantEncryptionKeysPrevious: splitKeyList(v.TENANT_ENCRYPTION_KEY_PREVIOUS),
       connectionEncryptionKey: v.CONNECTION_ENCRYPTION_KEY ?? tenantKey ?? '',
+      // Like the current key, the previous ones fall back to the tenant header's.
+      connectionEncryptionKeysPrevious: splitKeyList(
+        v.CONNECTION_ENCRYPTION_KEY !== undefined
+          ? v.CONNECTION_ENCRYPTION_KEY_PREVIOUS
+          : (v.CONNECTION_ENCRYPTION_KEY_PREVIOUS ?? v.TENANT_ENCRYPTION_KEY_PREVIOUS),
+      ),
     },
     rateLimit: {
       points: ratePoints,

@@ -8,6 +8,19 @@ function hostRule(value: string): string | undefined {
   return `must be an IP address (127.0.0.1, 0.0.0.0, ::) or a host name (got "${value}")`;
 }
 
+/** A comma list of 32-byte keys (hex or base64), each checked. */
+function keyListRule(decision: string) {
+  return (value: string): string | undefined => {
+    const bad = value
+      .split(',')
+      .map((k) => k.trim())
+      .filter((k) => k !== '' && !decodeKey32(k)).length;
+    return bad === 0
+      ? undefined
+      : `every key must be 32 bytes as 64 hex characters or base64 (${bad} is not; ${decision})`;
+  };
+}
+
 /**
  * Every environment variable the service reads, one declaration each: name, default, description,
  * secret flag and rule (STYLE; twenty's config-variables.ts). The order is `.env.example`'s.
@@ -154,6 +167,10 @@ export const VARS = {
     description: 'HS256 secret, at least 32 bytes outside development (D13)',
     secret: true,
   }),
+  JWT_SECRET_PREVIOUS: text('JWT_SECRET_PREVIOUS', {
+    description: 'Comma list of earlier JWT secrets still accepted to verify tokens during a rotation (D57)',
+    secret: true,
+  }),
   JWT_EXPIRES_IN: text('JWT_EXPIRES_IN', {
     description: 'Token lifetime: seconds or 30m / 24h / 7d',
     default: '24h',
@@ -166,10 +183,21 @@ export const VARS = {
     description: '32-byte key, 64 hex chars or base64; shared with the proxy (D5)',
     secret: true,
   }),
+  TENANT_ENCRYPTION_KEY_PREVIOUS: text('TENANT_ENCRYPTION_KEY_PREVIOUS', {
+    description: 'Comma list of earlier tenant header keys still accepted to decrypt during a rotation (D57)',
+    secret: true,
+    rule: keyListRule('D57'),
+  }),
   CONNECTION_ENCRYPTION_KEY: text('CONNECTION_ENCRYPTION_KEY', {
     description: 'Key for app_connections strings; falls back to TENANT_ENCRYPTION_KEY (D3)',
     secret: true,
     rule: (v) => (decodeKey32(v) ? undefined : 'must be 32 bytes as 64 hex characters or base64 (D3)'),
+  }),
+  CONNECTION_ENCRYPTION_KEY_PREVIOUS: text('CONNECTION_ENCRYPTION_KEY_PREVIOUS', {
+    description:
+      'Comma list of earlier keys still accepted to decrypt stored secrets until `npm run keys:rotate` has re-encrypted them (D57); falls back to TENANT_ENCRYPTION_KEY_PREVIOUS',
+    secret: true,
+    rule: keyListRule('D57'),
   }),
   TENANT_HEADER_MAX_AGE_S: int('TENANT_HEADER_MAX_AGE_S', {
     description: 'Reject tenant headers older than this; 0 = off (D6)',

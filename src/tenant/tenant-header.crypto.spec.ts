@@ -1,4 +1,5 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { keyRing } from '../config/key-ring';
 import {
   decryptTenantHeader,
   encryptTenantHeader,
@@ -84,5 +85,42 @@ describe('tenant header crypto (D5-D6)', () => {
     const fresh = decryptTenantHeader(encryptTenantHeader('7', KEY, Math.floor(now)), KEY);
     expect(isHeaderExpired(future, 300, now)).toBe(true);
     expect(isHeaderExpired(fresh, 300, now)).toBe(false);
+  });
+
+  describe('key rotation (D57)', () => {
+    const OLD = randomBytes(32);
+    const NEW = randomBytes(32);
+    const idOf = (key: Buffer) => createHash('sha256').update(key).digest('hex').slice(0, 8);
+    const withoutKid = (header: string) => {
+      const { kid: _kid, ...rest } = JSON.parse(header) as Record<string, unknown>;
+      return JSON.stringify(rest);
+    };
+
+    it("should write the key's id as kid and decrypt by it, with the key current or previous", () => {
+      const header = encryptTenantHeader(7, OLD);
+      expect(JSON.parse(header).kid).toBe(idOf(OLD));
+      expect(decryptTenantHeader(header, keyRing(OLD)).id).toBe('7');
+      expect(decryptTenantHeader(header, keyRing(NEW, [OLD])).id).toBe('7');
+      // Step 1 of the runbook: the service accepts the new key before the proxy uses it.
+      expect(decryptTenantHeader(encryptTenantHeader(7, NEW), keyRing(OLD, [NEW])).id).toBe('7');
+    });
+
+    it('should refuse an unknown or malformed kid like any undecryptable header', () => {
+      const header = encryptTenantHeader(7, OLD);
+      expect(reasonOf(() => decryptTenantHeader(header, keyRing(NEW)))).toBe('decryption_failed');
+      for (const kid of ['deadbeef', 'DEAD', 42, null]) {
+        const forged = JSON.stringify({ ...JSON.parse(header), kid });
+        expect(reasonOf(() => decryptTenantHeader(forged, keyRing(OLD)))).toBe('decryption_failed');
+      }
+      // The id picks the key: the right key under another key's id is refused.
+      const relabelled = JSON.stringify({ ...JSON.parse(header), kid: idOf(NEW) });
+      expect(reasonOf(() => decryptTenantHeader(relabelled, keyRing(NEW, [OLD])))).toBe('decryption_failed');
+    });
+
+    it('should try every accepted key for a header without kid (made before key ids)', () => {
+      const legacy = withoutKid(encryptTenantHeader(9, OLD));
+      expect(decryptTenantHeader(legacy, keyRing(NEW, [OLD])).id).toBe('9');
+      expect(reasonOf(() => decryptTenantHeader(legacy, keyRing(NEW)))).toBe('decryption_failed');
+    });
   });
 });

@@ -1,10 +1,13 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { decodeKey32 } from '../config/config.schema';
+import { KEY_ID, keyIdOf, keyRing, type KeyRing } from '../config/key-ring';
 
 /**
  * The x-tenant-id header (spec §2.11, D5): JSON `{ciphertext, nonce, salt, authTag, algorithm}`,
  * AES-256-GCM under a key derived per header with HKDF-SHA256(ikm = TENANT_ENCRYPTION_KEY,
  * salt = header salt, info = "x-tenant-id"). Shared by the TenantGuard, the CLI and the proxy.
+ * `kid` (D57) names the key it was made with; a header without one (made before key ids) is tried
+ * against every accepted key, current first.
  */
 export const TENANT_HEADER_ALGORITHM = 'aes-256-gcm';
 const HKDF_INFO = Buffer.from('x-tenant-id');
@@ -18,6 +21,7 @@ export interface TenantHeaderValue {
   salt: string;
   authTag: string;
   algorithm: typeof TENANT_HEADER_ALGORITHM;
+  kid?: string;
 }
 
 export interface TenantPayload {
@@ -45,6 +49,22 @@ function masterKeyOf(key: string | Buffer): Buffer {
   return buf;
 }
 
+/** Key ids of the keys seen: the proxy encrypts every header with one key. */
+const kids = new Map<string, string>();
+function kidOf(master: Buffer): string {
+  const hex = master.toString('hex');
+  let id = kids.get(hex);
+  if (id === undefined) {
+    id = keyIdOf(master);
+    if (kids.size < 16) kids.set(hex, id);
+  }
+  return id;
+}
+
+function ringOf(keys: string | Buffer | KeyRing): KeyRing {
+  return typeof keys === 'string' || Buffer.isBuffer(keys) ? keyRing(masterKeyOf(keys)) : keys;
+}
+
 /** Builds a header value for a tenant id (the proxy's half, D7). */
 export function encryptTenantHeader(
   tenantId: string | number,
@@ -55,7 +75,8 @@ export function encryptTenantHeader(
   if (!/^\d+$/.test(id)) throw new Error(`Tenant id must be digits (got "${id}")`);
   const salt = randomBytes(SALT_BYTES);
   const nonce = randomBytes(NONCE_BYTES);
-  const cipher = createCipheriv(TENANT_HEADER_ALGORITHM, deriveKey(masterKeyOf(key), salt), nonce);
+  const master = masterKeyOf(key);
+  const cipher = createCipheriv(TENANT_HEADER_ALGORITHM, deriveKey(master, salt), nonce);
   const payload: TenantPayload = { type: 'tenant', id, ...(timestamp !== undefined ? { timestamp } : {}) };
   const ciphertext = Buffer.concat([cipher.update(JSON.stringify(payload), 'utf8'), cipher.final()]);
   const value: TenantHeaderValue = {
@@ -64,6 +85,7 @@ export function encryptTenantHeader(
     salt: salt.toString('hex'),
     authTag: cipher.getAuthTag().toString('hex'),
     algorithm: TENANT_HEADER_ALGORITHM,
+    kid: kidOf(master),
   };
   return JSON.stringify(value);
 }
@@ -100,12 +122,19 @@ export function parseTenantHeader(
  * TenantHeaderError. Every cryptographic or payload problem is `decryption_failed`, so a caller
  * learns nothing about which part was wrong.
  */
-export function decryptTenantHeader(raw: string | undefined, key: string | Buffer): TenantPayload {
+export function decryptTenantHeader(raw: string | undefined, keys: string | Buffer | KeyRing): TenantPayload {
   const v = parseTenantHeader(raw);
   const fail = (): never => {
     throw new TenantHeaderError('decryption_failed');
   };
   if (v.algorithm !== undefined && v.algorithm !== TENANT_HEADER_ALGORITHM) fail();
+  const ring = ringOf(keys);
+  let candidates = ring.all;
+  if (v.kid !== undefined) {
+    // D57: an unknown key id fails like any header that cannot be decrypted.
+    const named = typeof v.kid === 'string' && KEY_ID.test(v.kid) ? ring.byId(v.kid) : undefined;
+    candidates = named ? [named] : fail();
+  }
   if (!nonEmptyString(v.authTag)) fail();
   const parts = [v.ciphertext, v.nonce, v.salt, v.authTag as string];
   if (!parts.every((p) => HEX.test(p))) fail();
@@ -114,18 +143,21 @@ export function decryptTenantHeader(raw: string | undefined, key: string | Buffe
   const tag = Buffer.from(v.authTag as string, 'hex');
   // D5: the tag must be exactly 16 bytes; GCM would otherwise accept truncated tags.
   if (nonce.length !== NONCE_BYTES || salt.length !== SALT_BYTES || tag.length !== TAG_BYTES) fail();
-  let plaintext: string;
-  try {
-    const decipher = createDecipheriv(TENANT_HEADER_ALGORITHM, deriveKey(masterKeyOf(key), salt), nonce, {
-      authTagLength: TAG_BYTES,
-    });
-    decipher.setAuthTag(tag);
-    plaintext = Buffer.concat([decipher.update(Buffer.from(v.ciphertext, 'hex')), decipher.final()]).toString(
-      'utf8',
-    );
-  } catch {
-    return fail();
+  const ciphertext = Buffer.from(v.ciphertext, 'hex');
+  let plaintext: string | undefined;
+  for (const key of candidates) {
+    try {
+      const decipher = createDecipheriv(TENANT_HEADER_ALGORITHM, deriveKey(key.bytes, salt), nonce, {
+        authTagLength: TAG_BYTES,
+      });
+      decipher.setAuthTag(tag);
+      plaintext = Buffer.concat([decipher.update(ciphertext), decipher.final()]).toString('utf8');
+      break;
+    } catch {
+      // the next accepted key, if any
+    }
   }
+  if (plaintext === undefined) return fail();
   let payload: unknown;
   try {
     payload = JSON.parse(plaintext);

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
 import type { AppConfig } from '../config/config.schema';
-import { decodeKey32 } from '../config/config.schema';
+import { tenantKeyRing, type KeyRing } from '../config/key-ring';
 import { InjectConfig } from '../config/inject-config.decorator';
 import {
   decryptTenantHeader,
@@ -17,12 +17,17 @@ import {
  */
 @Injectable()
 export class TenantHeaderService {
-  private readonly key: Buffer | undefined;
+  /** TENANT_ENCRYPTION_KEY and its previous keys (D57); undefined when not configured. */
+  private readonly keys: KeyRing | undefined;
   private readonly maxAgeS: number;
   private readonly cache = new LRUCache<string, TenantPayload>({ max: 10_000 });
 
   constructor(@InjectConfig() config: AppConfig) {
-    this.key = decodeKey32(config.crypto.tenantEncryptionKey);
+    try {
+      this.keys = tenantKeyRing(config.crypto);
+    } catch {
+      this.keys = undefined;
+    }
     this.maxAgeS = config.auth.tenantHeaderMaxAgeS;
   }
 
@@ -32,7 +37,7 @@ export class TenantHeaderService {
     let payload = raw === undefined ? undefined : this.cache.get(raw);
     if (!payload) {
       // A missing or malformed server key answers decryption_failed (spec §7).
-      payload = decryptTenantHeader(raw, this.key ?? '');
+      payload = decryptTenantHeader(raw, this.keys ?? '');
       this.cache.set(raw as string, payload);
     }
     if (isHeaderExpired(payload, this.maxAgeS)) throw new TenantHeaderError('decryption_failed');

@@ -10,6 +10,7 @@ import { everyTenantConfigRows } from '../scope/tenant-rows';
 
 const CONNECTION_TABLE = { table: 'app_connections', prefix: 'con' };
 import { decryptConnectionString } from './connection-string.crypto';
+import { storedSecretKeyRing } from '../../config/key-ring';
 import {
   connectionTypeProblem,
   describeTarget,
@@ -206,7 +207,7 @@ export class ConnectionsService implements OnApplicationShutdown {
     if (stored.trim() === '') throw new Error('con_connection_string is empty');
     let url: string;
     try {
-      url = decryptConnectionString(stored, this.config.crypto.connectionEncryptionKey);
+      url = decryptConnectionString(stored, storedSecretKeyRing(this.config.crypto));
     } catch (err) {
       throw new Error(`con_connection_string ${errorMessage(err)}`);
     }

@@ -41,6 +41,12 @@ describe('dataview cursor codec (D31)', () => {
     refused(() => new CursorCodec(`${SECRET}x`).decode(codec.encode(position, scope), scope));
   });
 
+  it('should read a cursor of the previous secret during a rotation (D57), and sign with the new one', () => {
+    const rotated = new CursorCodec(`${SECRET}x`, [SECRET]);
+    expect(rotated.decode(codec.encode(position, scope), scope)).toEqual(position);
+    refused(() => codec.decode(rotated.encode(position, scope), scope));
+  });
+
   it('should refuse a changed payload or signature, and anything malformed', () => {
     const cursor = codec.encode(position, scope);
     const [payload, mac] = cursor.split('.');
@@ -65,7 +71,8 @@ describe('dataview cursor codec (D31)', () => {
         JSON.stringify({ v: 1, p, d: scope.dataview, t: scope.tenantId, h: scope.queryHash }),
       ).toString('base64url');
       // The codec's own MAC, through encode's format: re-sign by encoding and swapping the payload.
-      const mac = (codec as unknown as { mac(x: string): Buffer }).mac(payload).toString('base64url');
+      const inner = codec as unknown as { keys: Buffer[]; mac(k: Buffer, x: string): Buffer };
+      const mac = inner.mac(inner.keys[0], payload).toString('base64url');
       return `${payload}.${mac}`;
     };
     expect(codec.decode(sign([['a'], 3]), scope)).toEqual({ values: ['a'], id: 3 });

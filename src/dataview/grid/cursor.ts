@@ -53,11 +53,12 @@ function isScalar(v: unknown): boolean {
 }
 
 export class CursorCodec {
-  private readonly key: Buffer;
+  /** Signs with the first; a cursor of any of them is still read (D57: JWT_SECRET_PREVIOUS). */
+  private readonly keys: Buffer[];
 
-  constructor(secret: string) {
+  constructor(secret: string, previous: readonly string[] = []) {
     if (!secret) throw new Error('The cursor key needs a secret');
-    this.key = Buffer.from(hkdfSync('sha256', secret, HKDF_SALT, HKDF_INFO, 32));
+    this.keys = [secret, ...previous].map((s) => Buffer.from(hkdfSync('sha256', s, HKDF_SALT, HKDF_INFO, 32)));
   }
 
   encode(position: KeysetPosition, scope: CursorScope): string {
@@ -71,7 +72,7 @@ export class CursorCodec {
       }),
       'utf8',
     ).toString('base64url');
-    return `${payload}.${this.mac(payload).toString('base64url')}`;
+    return `${payload}.${this.mac(this.keys[0], payload).toString('base64url')}`;
   }
 
   /** The position of a cursor made by `encode` for this scope; 400 `cursor: invalid` otherwise. */
@@ -81,8 +82,11 @@ export class CursorCodec {
     if (parts.length !== 2 || !B64URL.test(parts[0]) || !B64URL.test(parts[1])) throw invalidCursor();
     const [payload, mac] = parts;
     const given = Buffer.from(mac, 'base64url');
-    const expected = this.mac(payload);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalidCursor();
+    const signed = this.keys.some((key) => {
+      const expected = this.mac(key, payload);
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    });
+    if (!signed) throw invalidCursor();
     let body: unknown;
     try {
       body = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
@@ -112,15 +116,15 @@ export class CursorCodec {
     return { values: values as unknown[], id };
   }
 
-  private mac(payload: string): Buffer {
-    return createHmac('sha256', this.key).update(payload, 'utf8').digest();
+  private mac(key: Buffer, payload: string): Buffer {
+    return createHmac('sha256', key).update(payload, 'utf8').digest();
   }
 }
 
-/** The codec keyed from the service's JWT_SECRET. */
+/** The codec keyed from the service's JWT_SECRET (and JWT_SECRET_PREVIOUS during a rotation). */
 @Injectable()
 export class DataviewCursors extends CursorCodec {
   constructor(@InjectConfig() config: AppConfig) {
-    super(config.auth.jwtSecret);
+    super(config.auth.jwtSecret, config.auth.jwtSecretsPrevious);
   }
 }

@@ -1,0 +1,119 @@
+import type { DataSource } from 'typeorm';
+import type { KeyRing } from '../../config/key-ring';
+import {
+  decryptConnectionString,
+  encryptConnectionString,
+  needsReencryption,
+} from '../connections/connection-string.crypto';
+
+/**
+ * Every column that holds a secret encrypted at rest (D3, D57), one entry each. `npm run
+ * keys:rotate` walks them all; a new kind of stored secret adds its line here.
+ */
+export interface StoredSecretColumn {
+  table: string;
+  /** The row's integer primary key. */
+  key: string;
+  column: string;
+}
+
+export const STORED_SECRET_COLUMNS: readonly StoredSecretColumn[] = [
+  { table: 'app_connections', key: 'con_id', column: 'con_connection_string' },
+];
+
+export interface RotationCounts {
+  /** Rows read. */
+  scanned: number;
+  /** Rewritten under the current key by this run. */
+  reencrypted: number;
+  /** Already under the current key (an earlier or interrupted run did them): left alone. */
+  current: number;
+  /** Empty: nothing to encrypt. */
+  empty: number;
+  /** Changed by someone else between the read and the write: left for the next run. */
+  changed: number;
+  /** Decrypted with none of the accepted keys: left as they are, and named in `failedKeys`. */
+  failed: number;
+  failedKeys: string[];
+}
+
+const BATCH = 100;
+
+function emptyCounts(): RotationCounts {
+  return { scanned: 0, reencrypted: 0, current: 0, empty: 0, changed: 0, failed: 0, failedKeys: [] };
+}
+
+/**
+ * Re-encrypts one column's values under `keys.current`. This is an operator's maintenance pass over
+ * the whole table (every tenant's rows, live or deleted, like a migration), not a tenant's read; the
+ * values never leave the process. Idempotent and resumable: values already under the current key
+ * are skipped, and each row is written on its own with a compare-and-set on the old value, so a run
+ * stopped at any point, or a row edited meanwhile, is simply taken up by the next run.
+ */
+export async function rotateColumn(
+  ds: DataSource,
+  target: StoredSecretColumn,
+  keys: KeyRing,
+  progress: (counts: RotationCounts) => void = () => undefined,
+): Promise<RotationCounts> {
+  const counts = emptyCounts();
+  let after = 0;
+  for (;;) {
+    const rows = await ds
+      .createQueryBuilder()
+      .select(`t.${target.key}`, 'id')
+      .addSelect(`t.${target.column}`, 'value')
+      .from(target.table, 't')
+      .where(`t.${target.key} > :after`, { after })
+      .orderBy(`t.${target.key}`, 'ASC')
+      .limit(BATCH)
+      .getRawMany<{ id: number | string; value: string | null }>();
+    if (rows.length === 0) return counts;
+    for (const row of rows) {
+      const id = Number(row.id);
+      after = id;
+      counts.scanned++;
+      const stored = typeof row.value === 'string' ? row.value : '';
+      if (stored.trim() === '') {
+        counts.empty++;
+        continue;
+      }
+      if (!needsReencryption(stored, keys)) {
+        counts.current++;
+        continue;
+      }
+      let plain: string;
+      try {
+        plain = decryptConnectionString(stored, keys);
+      } catch {
+        counts.failed++;
+        counts.failedKeys.push(`${target.table}.${target.key}=${id}`);
+        continue;
+      }
+      const result = await ds
+        .createQueryBuilder()
+        .update(target.table)
+        .set({ [target.column]: encryptConnectionString(plain, keys) })
+        .where(`${target.key} = :id`, { id })
+        .andWhere(`${target.column} = :old`, { old: row.value })
+        .execute();
+      if ((result.affected ?? 1) > 0) counts.reencrypted++;
+      else counts.changed++;
+    }
+    progress(counts);
+  }
+}
+
+/** Every stored secret column, one after another; the counts per column. */
+export async function rotateStoredSecrets(
+  ds: DataSource,
+  keys: KeyRing,
+  progress: (target: StoredSecretColumn, counts: RotationCounts) => void = () => undefined,
+  columns: readonly StoredSecretColumn[] = STORED_SECRET_COLUMNS,
+): Promise<Map<StoredSecretColumn, RotationCounts>> {
+  const all = new Map<StoredSecretColumn, RotationCounts>();
+  for (const target of columns) {
+    all.set(target, await rotateColumn(ds, target, keys, (c) => progress(target, c)));
+  }
+  return all;
+}
