@@ -1,6 +1,7 @@
 import { DynamicModule, Module, Type } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { LoggerModule } from 'nestjs-pino';
+import { AdminModule } from './admin/admin.module';
 import { AuthModule } from './auth/auth.module';
 import { SignupModule } from './auth/signup.module';
 import { JwtAuthGuard } from './auth/jwt-auth.guard';
@@ -51,6 +52,7 @@ export class AppModule {
         DataviewModule,
         WorkflowModule,
         ConfigDeliveryModule,
+        AdminModule,
         DevUiModule,
         ...extraModules,
       ],

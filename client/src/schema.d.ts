@@ -705,6 +705,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/tenants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a tenant, optionally from a template tenant's configuration and with a first administrator
+         * @description Needs admin:system. Copies the template's own live configuration rows (roles, registry overrides, profiles — whose codes get `_<code>` appended, being unique across tenants —, pages, workflows, dataviews, navigation, value sets); never its connections, users or data.
+         */
+        post: operations["createTenant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/tenants/{id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What a tenant uses: requests (24 h, 30 d), rows per entity, export and import jobs, stored bytes
+         * @description Needs admin:system. An erased tenant answers too (its counts are then zero).
+         */
+        get: operations["getTenantUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/tenants/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Erase a tenant: its data deleted, its configuration and users archived, its id never reused
+         * @description Needs admin:system; the body names the tenant code as confirmation. Entity rows (every connection), audit, workflow runtime, jobs, exports, revocations and usage are deleted; configuration rows and users are archived (status -1, soft-deleted); the tenant row stays, deleted, so its id is never reused and its tokens and headers are refused. Running it again finishes an erase that stopped half-way. A tenant cannot erase itself.
+         */
+        delete: operations["eraseTenant"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/customers": {
         parameters: {
             query?: never;
@@ -1073,6 +1133,150 @@ export interface components {
             scope: "all" | "profiles" | "config" | "lists";
             /** @description A tenant id, as digits or a number: only this tenant's keys. Without it a system administrator (admin:system) clears every tenant's keys and anyone else its own tenant's; another tenant's id needs admin:system (403 otherwise). */
             tenantId?: string | number;
+        };
+        CreatedTenantDto: {
+            /**
+             * @description The new tenant id (never reused)
+             * @example 4
+             */
+            tenantId: string;
+            /** @example umbrella */
+            code: string;
+            /**
+             * @description Configuration rows copied from the template, per table
+             * @example {
+             *       "app_roles": 2,
+             *       "app_object_profiles": 3
+             *     }
+             */
+            copied: {
+                [key: string]: number;
+            };
+            /**
+             * @description The first user, when `admin` was given
+             * @example 17
+             */
+            adminUserId?: number;
+        };
+        TenantAdminInput: {
+            /**
+             * @description The new tenant's first user
+             * @example admin@umbrella.test
+             */
+            email_id: string;
+            /** @example a long passphrase */
+            password: string;
+        };
+        CreateTenantDto: {
+            /**
+             * @description Lower-case letters, digits and `_`, starting with a letter (2-50); unique
+             * @example umbrella
+             */
+            code: string;
+            /** @example Umbrella Corp */
+            name: string;
+            /**
+             * @description The code of the tenant whose own configuration rows are copied (roles, registry overrides, profiles, pages, workflows, dataviews, navigation, value sets); without it the new tenant starts with the system-wide configuration only
+             * @example acme
+             */
+            template?: string;
+            /** @description A first user with the new tenant's ADMIN role (copied from the template) */
+            admin?: components["schemas"]["TenantAdminInput"];
+        };
+        RequestUsageDto: {
+            /** @example 1520 */
+            last24h: number;
+            /** @example 40210 */
+            last30d: number;
+        };
+        JobUsageDto: {
+            /**
+             * @description Jobs of this kind the tenant has run or queued
+             * @example 12
+             */
+            jobs: number;
+        };
+        StoredUsageDto: {
+            /**
+             * @description Export files waiting for their download
+             * @example 3
+             */
+            files: number;
+            /**
+             * @description Their bytes
+             * @example 524288
+             */
+            bytes: number;
+        };
+        TenantUsageDto: {
+            /** @example 1 */
+            tenantId: string;
+            /** @example acme */
+            code: string;
+            /** @description Requests that named this tenant */
+            requests: components["schemas"]["RequestUsageDto"];
+            /**
+             * @description Rows per entity with a tenant column (the tenant's rows only); an entity whose connection is unavailable is left out
+             * @example {
+             *       "customers": 50,
+             *       "orders": 120
+             *     }
+             */
+            rows: {
+                [key: string]: number;
+            };
+            exports: components["schemas"]["JobUsageDto"];
+            imports: components["schemas"]["JobUsageDto"];
+            /** @description Bytes the service stores for this tenant besides its rows */
+            stored: components["schemas"]["StoredUsageDto"];
+        };
+        ErasedTenantDto: {
+            /** @example 4 */
+            tenantId: string;
+            /** @example umbrella */
+            code: string;
+            /**
+             * @description Entity rows deleted, per entity
+             * @example {
+             *       "customers": 50,
+             *       "orders": 120
+             *     }
+             */
+            entities: {
+                [key: string]: number;
+            };
+            /**
+             * @description Rows deleted, per table of the configuration database
+             * @example {
+             *       "app_audit_logs": 300,
+             *       "app_jobs": 4
+             *     }
+             */
+            deleted: {
+                [key: string]: number;
+            };
+            /**
+             * @description Configuration and user rows archived (status -1, soft-deleted), per table
+             * @example {
+             *       "app_roles": 2,
+             *       "app_users": 3
+             *     }
+             */
+            archived: {
+                [key: string]: number;
+            };
+            /**
+             * @description Export files removed from the export store
+             * @example 2
+             */
+            exportFiles: number;
+        };
+        EraseTenantDto: {
+            /**
+             * @description The tenant's code, as confirmation
+             * @example umbrella
+             */
+            confirm: string;
         };
         /**
          * Customers
@@ -7727,6 +7931,425 @@ export interface operations {
             };
             /** @description NOT_FOUND: Not found */
             404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    createTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTenantDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope (D16) */
+            201: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: components["schemas"]["CreatedTenantDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description CONFLICT: Conflict (stale lastModified, dependents, duplicate unique value) */
+            409: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    getTenantUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Example: `4` */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope (D16) */
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: components["schemas"]["TenantUsageDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    eraseTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Example: `4` */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EraseTenantDto"];
+            };
+        };
+        responses: {
+            /** @description Success envelope (D16) */
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: components["schemas"]["ErasedTenantDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description CONFLICT: Conflict (stale lastModified, dependents, duplicate unique value) */
+            409: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
                     "x-request-id": string;

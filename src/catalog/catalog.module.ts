@@ -15,6 +15,6 @@ import { ProfileCatalogService } from './profile-catalog.service';
   imports: [HealthModule, RegistryModule],
   controllers: [CacheCatalogController, CacheAdminController],
   providers: [ProfileCatalogRepository, ProfileCatalogService, CacheClearService],
-  exports: [ProfileCatalogService],
+  exports: [ProfileCatalogService, CacheClearService],
 })
 export class CatalogModule {}

@@ -128,6 +128,8 @@ export interface AppConfig {
   };
   /** The background-job worker of this instance (src/jobs; leases as D49). */
   jobs: { worker: boolean; leaseMs: number; pollMs: number };
+  /** D58: how often request counts are added to app_tenant_usage. */
+  tenantUsageFlushMs: number;
   /** D49: the workflow worker of this instance. */
   workflow: { worker: boolean; concurrency: number; leaseMs: number; pollMs: number };
   smtpUrl: string | undefined;
@@ -376,6 +378,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       maxPerInstance: v.EXPORT_MAX_PER_INSTANCE(),
     },
     jobs: { worker: v.JOB_WORKER !== 'off', leaseMs: v.JOB_LEASE_MS(), pollMs: v.JOB_POLL_MS() },
+    tenantUsageFlushMs: v.TENANT_USAGE_FLUSH_MS(),
     workflow: {
       worker: v.WORKFLOW_WORKER !== 'off',
       concurrency: v.WORKFLOW_WORKER_CONCURRENCY(),

@@ -337,6 +337,12 @@ export const VARS = {
     default: '30000',
     min: 500,
   }),
+  TENANT_USAGE_FLUSH_MS: int('TENANT_USAGE_FLUSH_MS', {
+    description:
+      'How often each instance adds its per-tenant request counts to app_tenant_usage (the usage route, D58)',
+    default: '30000',
+    min: 10,
+  }),
   JOB_POLL_MS: int('JOB_POLL_MS', {
     description:
       'Longest pause between two polls of an idle job worker, and between two looks at the jobs a request waits for',

@@ -67,6 +67,6 @@ class RenderPoolShutdown implements OnApplicationShutdown {
           : new DirectoryExportStore(config),
     },
   ],
-  exports: [DataviewConfigService, ReadDataviewData],
+  exports: [DataviewConfigService, ReadDataviewData, EXPORT_STORE],
 })
 export class DataviewModule {}

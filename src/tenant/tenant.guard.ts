@@ -6,6 +6,7 @@ import { setLogContext } from '../common/logging';
 import { TenantHeaderError, TenantHeaderFailure } from './tenant-header.crypto';
 import { TenantHeaderService } from './tenant-header.service';
 import { TenantLookupService } from './tenant-lookup.service';
+import { TenantUsageService } from './tenant-usage.service';
 import { isTenantActive, type TenantRow } from './tenants.repository';
 
 const HEADER_MESSAGES: Record<TenantHeaderFailure, string> = {
@@ -27,6 +28,7 @@ export class TenantGuard implements CanActivate {
   constructor(
     private readonly headers: TenantHeaderService,
     private readonly tenants: TenantLookupService,
+    private readonly usage: TenantUsageService,
   ) {}
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
@@ -56,6 +58,7 @@ export class TenantGuard implements CanActivate {
     if (feature) {
       throw new AuthorizationError(`Feature ${feature} is disabled for this tenant`, 'FEATURE_DISABLED');
     }
+    this.usage.count(tenant.id);
     request.tenant = { id: tenant.id, code: tenant.code, name: tenant.name, features: tenant.features };
     setLogContext(request, { tenantId: tenant.id });
     return true;

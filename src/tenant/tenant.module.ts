@@ -5,6 +5,7 @@ import { TenantLookupService } from './tenant-lookup.service';
 import { TenantGuard } from './tenant.guard';
 import { TenantRateLimitGuard } from './tenant-rate-limit.guard';
 import { TenantsRepository } from './tenants.repository';
+import { TenantUsageService } from './tenant-usage.service';
 
 /** Owns the x-tenant-id header crypto, TenantGuard, the tenants repository and tenant-config. */
 @Module({
@@ -15,6 +16,7 @@ import { TenantsRepository } from './tenants.repository';
     TenantConfigService,
     TenantGuard,
     TenantRateLimitGuard,
+    TenantUsageService,
   ],
   exports: [
     TenantHeaderService,
@@ -23,6 +25,7 @@ import { TenantsRepository } from './tenants.repository';
     TenantConfigService,
     TenantGuard,
     TenantRateLimitGuard,
+    TenantUsageService,
   ],
 })
 export class TenantModule {}

@@ -344,6 +344,25 @@ describe('OpenAPI contract: every operation, every documented status', () => {
     expect(
       (await send(main, 'POST', '/api/v1/admin/cache/clear', root, { scope: 'lists', tenantId: 1 })).status,
     ).toBe(200);
+    // The tenant lifecycle (D58): a throwaway tenant created, read and erased by the system administrator.
+    const tenantMade = await send(main, 'POST', '/api/v1/admin/tenants', root, {
+      code: 'contract_walk',
+      name: 'Contract walk',
+      template: 'acme',
+    });
+    expect(tenantMade.status).toBe(201);
+    expect(
+      (await send(main, 'POST', '/api/v1/admin/tenants', root, { code: 'acme', name: 'Twice' })).status,
+    ).toBe(409);
+    const madeId = String(tenantMade.json.data.tenantId);
+    expect((await send(main, 'GET', `/api/v1/admin/tenants/${madeId}/usage`, root)).status).toBe(200);
+    expect(
+      (await send(main, 'DELETE', `/api/v1/admin/tenants/${madeId}`, root, { confirm: 'contract_walk' }))
+        .status,
+    ).toBe(200);
+    expect(
+      (await send(main, 'DELETE', `/api/v1/admin/tenants/${TENANT.acme}`, root, { confirm: 'acme' })).status,
+    ).toBe(409);
     for (const path of [
       '/healthz',
       '/readyz',

@@ -12,3 +12,5 @@ export { toTable, toTableColumn, toTableIndex } from './to-table';
 export * from './workflow-runtime';
 export * from './tenant-indexes';
 export * from './jobs';
+export * from './tenant-usage';
+export * from './tenant-owned';

@@ -180,6 +180,27 @@ export class DatabaseExportStore implements ExportStore, OnModuleInit, OnModuleD
     return result.affected ?? 0;
   }
 
+  async usage(tenantId: string): Promise<{ files: number; bytes: number }> {
+    const tenant = tenantPredicate('f.exf_tenant_id', 'STRICT', tenantId);
+    const length = this.ds.options.type === 'mssql' ? 'LEN' : 'LENGTH';
+    const row = await this.ds
+      .createQueryBuilder()
+      .select('COUNT(DISTINCT f.exf_file_id)', 'files')
+      .addSelect(`SUM(${length}(f.exf_data))`, 'chars')
+      .from(TABLE, 'f')
+      .where(tenant.sql, tenant.params)
+      .getRawOne<{ files: number | string | null; chars: number | string | null }>();
+    // The chunks are base64 (ASCII): 3 bytes per 4 characters.
+    return { files: Number(row?.files ?? 0), bytes: Math.floor((Number(row?.chars ?? 0) * 3) / 4) };
+  }
+
+  async eraseTenant(tenantId: string): Promise<number> {
+    const tenant = tenantPredicate('exf_tenant_id', 'STRICT', tenantId);
+    const files = await this.usage(tenantId);
+    await this.ds.createQueryBuilder().delete().from(TABLE).where(tenant.sql, tenant.params).execute();
+    return files.files;
+  }
+
   private async sweep(): Promise<void> {
     try {
       const purged = await this.purgeExpired();

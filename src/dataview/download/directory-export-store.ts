@@ -129,6 +129,36 @@ export class DirectoryExportStore implements ExportStore, OnModuleInit, OnModule
     return purged;
   }
 
+  /** The ids of a tenant's exports (their metadata names the tenant). */
+  private async idsOf(tenantId: string): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch {
+      return [];
+    }
+    const ids: string[] = [];
+    for (const name of names) {
+      const [id, ext] = name.split('.');
+      if (ext !== 'json' || !FILE_ID.test(id)) continue;
+      if ((await this.readMeta(id))?.tenantId === String(tenantId)) ids.push(id);
+    }
+    return ids;
+  }
+
+  async usage(tenantId: string): Promise<{ files: number; bytes: number }> {
+    let bytes = 0;
+    const ids = await this.idsOf(tenantId);
+    for (const id of ids) bytes += (await stat(this.path(id, 'data')).catch(() => undefined))?.size ?? 0;
+    return { files: ids.length, bytes };
+  }
+
+  async eraseTenant(tenantId: string): Promise<number> {
+    const ids = await this.idsOf(tenantId);
+    for (const id of ids) await this.remove(id);
+    return ids.length;
+  }
+
   private async sweep(): Promise<void> {
     try {
       const purged = await this.purgeExpired();

@@ -30,6 +30,10 @@ export interface ExportStore {
   open(tenantId: string, id: string, nowMs?: number): Promise<OpenedExport | null>;
   /** Deletes every expired export; how many. */
   purgeExpired(nowMs?: number): Promise<number>;
+  /** A tenant's stored exports: how many and their bytes (D58 usage). */
+  usage(tenantId: string): Promise<{ files: number; bytes: number }>;
+  /** Deletes every export of a tenant (D58 erase); how many. */
+  eraseTenant(tenantId: string): Promise<number>;
 }
 
 export const EXPORT_STORE = Symbol('EXPORT_STORE');
