@@ -1,0 +1,177 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { AuthorizationError, ConflictError, NotFoundError } from '../../common/errors/app-error';
+import { toDbTimestamp, fromDbTimestamp } from '../../database/dialect/timestamps';
+import { assertCanPerform, canPerform } from '../../profile/access/can-perform';
+import { ProfileLoaderService } from '../../profile/profile-loader.service';
+import { RegistryService } from '../../registry/registry.service';
+import type { EntityInfo } from '../../registry/registry.types';
+import type { EntityAuditEntry } from '../audit.service';
+import { HistoryRepository } from '../history/history.repository';
+import type { RecordContext } from '../record-context';
+import type { Row } from '../records-read.repository';
+import { tenantScope, writeScope, type ScopeRule } from '../scope';
+import { fromDb } from '../values';
+import { RecordHistory } from './record-history';
+import { parseJsonObject, RecordWriteSupport, snapshotFields, versionAfter } from './write-support';
+
+export interface UndeleteResult {
+  /** The record as a read shows it now, with its new lastModified. */
+  record: Row;
+  /** Every row brought back: the record first, then what its cascade had deleted with it. */
+  undeleted: Array<{ entity: string; id: number }>;
+}
+
+interface Member {
+  entity: EntityInfo;
+  id: number;
+  rule: ScopeRule;
+}
+
+/**
+ * D56's undelete: a soft-deleted record and the rows its cascade deleted in the same delete (the
+ * entries sharing its operation id) come back in one transaction, each with an `entity.restored`
+ * audit entry. It needs delete permission on every entity it touches (the cascade's rule, D25); a
+ * row whose unique value a live row has taken since refuses the whole undelete (409
+ * `duplicate_value`, naming every clash). Rows of the cascade that are live again are left alone.
+ */
+@Injectable()
+export class UndeleteRecord {
+  constructor(
+    private readonly support: RecordWriteSupport,
+    private readonly history: RecordHistory,
+    private readonly audits: HistoryRepository,
+    private readonly registry: RegistryService,
+    private readonly profiles: ProfileLoaderService,
+  ) {}
+
+  async execute(ctx: RecordContext, id: number): Promise<UndeleteResult> {
+    assertCanPerform('delete', ctx);
+    const { entity, policy } = ctx;
+    const s = this.support;
+    const { deleted } = await this.history.assertVisible(ctx, id);
+    if (!deleted) throw new ConflictError(`${entity.code} ${id} is not deleted`, null, 'illegal_state');
+    const fields = snapshotFields(entity);
+    const operationId = randomUUID();
+
+    const { entry, record, token, undeleted } = await s.withTransaction(ctx, async (tx) => {
+      const parentRule: ScopeRule = { ...writeScope(ctx, entity, policy), deleted: 'only' };
+      const members: Member[] = [{ entity, id, rule: parentRule }];
+      const last = await this.audits.lastDelete(ctx.tenantId, entity.code, id, tx.config);
+      if (last?.operationId) {
+        for (const e of await this.audits.deletesOf(ctx.tenantId, last.operationId, tx.config)) {
+          if (e.entityCode === entity.code && e.recordId === String(id)) continue;
+          const dependent = await this.registry.resolve(ctx.tenantId, e.entityCode);
+          if (!dependent) continue;
+          await this.assertMayDelete(ctx, dependent);
+          members.push({
+            entity: dependent,
+            id: Number(e.recordId),
+            rule: { ...tenantScope(ctx.tenantId), deleted: 'only' },
+          });
+        }
+      }
+      // The rows still deleted, with their unique values locked and checked against live rows.
+      const rows: Array<Member & { fields: Row; auditRaw: unknown; lastModifiedRaw: unknown }> = [];
+      for (const m of members) {
+        const loaded = await s.repository.load(tx.data, m.entity, m.rule, snapshotFields(m.entity), m.id);
+        if (!loaded) {
+          if (m.entity === entity && m.id === id) throw new NotFoundError(`${entity.code} ${id} not found`);
+          continue;
+        }
+        rows.push({ ...m, ...loaded });
+      }
+      const clashes: Array<{ entity: string; id: number; field: string }> = [];
+      for (const row of rows) {
+        const unique = row.entity.fields
+          .filter((f) => f.unique && row.fields[f.name] !== null && row.fields[f.name] !== undefined)
+          .map((f) => ({ field: f, value: fromDb(f, row.fields[f.name]) }));
+        await s.lockUniqueValues(tx, row.entity, ctx.tenantId, unique);
+        for (const { field } of unique) {
+          const stored = row.fields[field.name];
+          const value = field.type === 'email' && typeof stored === 'string' ? stored.toLowerCase() : stored;
+          if (await s.repository.existsWithValue(tx.data, row.entity, ctx.tenantId, field, value, row.id))
+            clashes.push({ entity: row.entity.code, id: row.id, field: field.name });
+        }
+      }
+      if (clashes.length > 0)
+        throw new ConflictError(
+          `${entity.code} ${id} cannot be undeleted: live records hold its unique values`,
+          { clashes },
+          'duplicate_value',
+        );
+      let parentEntry: EntityAuditEntry | undefined;
+      let parentRecord: Row = {};
+      let at = Date.now();
+      for (const row of rows) {
+        const storedMs = fromDbTimestamp(row.lastModifiedRaw, tx.driverType);
+        at = Math.max(at, (storedMs ?? 0) + 1);
+      }
+      for (const row of rows) {
+        const set = this.undeleteSet(row.entity, row.auditRaw, ctx.user.email, at);
+        const affected = await s.repository.update(tx.data, row.entity, row.rule, row.id, set);
+        if (affected !== 1) throw s.stale(row.entity, row.id, null);
+        const after = s.typed(snapshotFields(row.entity), row.fields);
+        const auditEntry = {
+          ...s.entry(ctx, 'entity.restored', row.id, null, after, at, {
+            version: versionAfter(row.auditRaw),
+            changed: [],
+            operationId,
+          }),
+          entityCode: row.entity.code,
+        };
+        await s.recordAudit(ctx, tx.config, auditEntry);
+        if (row.entity === entity && row.id === id) {
+          parentEntry = auditEntry;
+          parentRecord = s.typed(fields, row.fields);
+        }
+      }
+      if (!parentEntry) throw new NotFoundError(`${entity.code} ${id} not found`);
+      return {
+        entry: parentEntry,
+        record: parentRecord,
+        token: new Date(at).toISOString(),
+        undeleted: rows.map((r) => ({ entity: r.entity, id: r.id })),
+      };
+    });
+    const byEntity = new Map<EntityInfo, number[]>();
+    for (const u of undeleted) byEntity.set(u.entity, [...(byEntity.get(u.entity) ?? []), u.id]);
+    await s.afterCommit(
+      ctx,
+      entry,
+      [...byEntity].map(([e, ids]) => ({ entity: e, ids })),
+      'created',
+    );
+    return {
+      record: s.present(entity, policy, id, record, token),
+      undeleted: undeleted.map((u) => ({ entity: u.entity.code, id: u.id })),
+    };
+  }
+
+  /** is_deleted back to 0; who undeleted it, and when, in the audit data; a new version. */
+  private undeleteSet(entity: EntityInfo, auditRaw: unknown, email: string, at: number): Row {
+    const audit = parseJsonObject(auditRaw);
+    audit.version = versionAfter(auditRaw);
+    delete audit.deleted_by;
+    delete audit.deleted_at;
+    audit.restored_by = email;
+    audit.restored_at = new Date(at).toISOString();
+    return {
+      [entity.columns.isDeleted]: 0,
+      [entity.columns.auditData]: JSON.stringify(audit),
+      [entity.columns.lastModified]: toDbTimestamp(at),
+    };
+  }
+
+  /** Bringing a cascade back is deleting's reverse: the same decision on every dependent entity. */
+  private async assertMayDelete(ctx: RecordContext, dependent: EntityInfo): Promise<void> {
+    const loaded = await this.profiles.loadProfile({ entityCode: dependent.code, tenantId: ctx.tenantId });
+    if (!loaded)
+      throw new AuthorizationError(
+        `${dependent.code} has no profile; an undelete cannot restore its records`,
+      );
+    const decision = canPerform('delete', { entity: dependent, policy: loaded.policy, user: ctx.user });
+    if (!decision.allowed)
+      throw new AuthorizationError(`${decision.reason} to undelete ${dependent.code} records`);
+  }
+}
