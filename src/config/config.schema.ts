@@ -114,6 +114,8 @@ export interface AppConfig {
   };
   /** The background-job worker of this instance (src/jobs; leases as D49). */
   jobs: { worker: boolean; leaseMs: number; pollMs: number };
+  /** D56: audit retention in days (0 = forever) and how often the pruning job runs. */
+  auditRetention: { days: number; intervalMs: number };
   /** D49: the workflow worker of this instance. */
   workflow: { worker: boolean; concurrency: number; leaseMs: number; pollMs: number };
   smtpUrl: string | undefined;
@@ -348,6 +350,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       maxPerInstance: v.EXPORT_MAX_PER_INSTANCE(),
     },
     jobs: { worker: v.JOB_WORKER !== 'off', leaseMs: v.JOB_LEASE_MS(), pollMs: v.JOB_POLL_MS() },
+    auditRetention: { days: v.AUDIT_RETENTION_DAYS(), intervalMs: v.AUDIT_RETENTION_INTERVAL_MS() },
     workflow: {
       worker: v.WORKFLOW_WORKER !== 'off',
       concurrency: v.WORKFLOW_WORKER_CONCURRENCY(),

@@ -48,6 +48,13 @@ const USE_CASES = [
     RecordContextFactory,
     RecordHooks,
   ],
-  exports: [...USE_CASES, RecordContextFactory, RecordHooks, AggregateRecords, RecordsWriteRepository],
+  exports: [
+    ...USE_CASES,
+    RecordContextFactory,
+    RecordHooks,
+    AggregateRecords,
+    RecordsWriteRepository,
+    HistoryRepository,
+  ],
 })
 export class RecordsModule {}

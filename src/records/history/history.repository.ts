@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { DataSource, QueryRunner, SelectQueryBuilder } from 'typeorm';
 import { DatabaseService } from '../../database/database.service';
-import { fromDbTimestamp } from '../../database/dialect/timestamps';
+import { fromDbTimestamp, toDbTimestamp } from '../../database/dialect/timestamps';
 import { tenantPredicate } from '../../database/scope/tenant-rows';
 import type { Row } from '../records-read.repository';
 
@@ -164,6 +164,42 @@ export class HistoryRepository {
       .orderBy('a.aud_id', 'ASC')
       .getRawMany<Row>();
     return rows.map((r) => this.toRow(r));
+  }
+
+  /**
+   * Retention (D56): deletes up to `batch` entries written before `before` — of one tenant, or of
+   * every tenant but `except` (whose own retention differs) — and answers how many it deleted.
+   * Batches keep each statement short; the ids are read first so every dialect deletes the same way.
+   */
+  async pruneBatch(
+    before: number,
+    whose: { tenantId: number } | { except: number[] },
+    batch: number,
+  ): Promise<number> {
+    const qb = this.ds
+      .createQueryBuilder()
+      .select('a.aud_id', 'id')
+      .from(AUDIT_TABLE, 'a')
+      .where('a.aud_at < :before', { before: toDbTimestamp(before) });
+    if ('tenantId' in whose) {
+      const tenant = tenantPredicate('a.aud_tenant_id', 'STRICT', String(whose.tenantId));
+      qb.andWhere(tenant.sql, tenant.params);
+    } else if (whose.except.length > 0) {
+      qb.andWhere('(a.aud_tenant_id IS NULL OR a.aud_tenant_id NOT IN (:...except))', {
+        except: whose.except,
+      });
+    }
+    const ids = (await qb.orderBy('a.aud_id', 'ASC').limit(batch).getRawMany<{ id: unknown }>()).map((r) =>
+      Number(r.id),
+    );
+    if (ids.length === 0) return 0;
+    const result = await this.ds
+      .createQueryBuilder()
+      .delete()
+      .from(AUDIT_TABLE)
+      .where('aud_id IN (:...ids)', { ids })
+      .execute();
+    return result.affected ?? ids.length;
   }
 
   private toRow(raw: Row): AuditRow {
