@@ -1,6 +1,8 @@
 import type { DataSource } from 'typeorm';
 import { DatabaseService } from '../../src/database/database.service';
+import { DEMO_PROFILES } from '../../src/database/seed/demo-data';
 import { authHeaders, signin, TENANT } from '../support/auth';
+import { copyEntityConfig } from '../support/entity-fixtures';
 import { startTestApp, TestApp } from '../support/test-app';
 
 type Json = Record<string, any>;
@@ -18,6 +20,7 @@ describe('Record history, restore and undelete (D56)', () => {
   const tenantOf: Record<string, string> = {
     acmeAdmin: TENANT.acme,
     acmeViewer: TENANT.acme,
+    acmeRoot: TENANT.acme,
     globexAdmin: TENANT.globex,
   };
   let seq = 0;
@@ -28,6 +31,7 @@ describe('Record history, restore and undelete (D56)', () => {
     token.acmeAdmin = (await signin(t.app, TENANT.acme, 'admin@acme.test')).token;
     token.acmeViewer = (await signin(t.app, TENANT.acme, 'viewer@acme.test')).token;
     token.globexAdmin = (await signin(t.app, TENANT.globex, 'admin@globex.test')).token;
+    token.acmeRoot = (await signin(t.app, TENANT.acme, 'root@acme.test')).token;
   });
 
   afterAll(async () => {
@@ -92,7 +96,9 @@ describe('Record history, restore and undelete (D56)', () => {
       const [updated, created] = page.entries as Json[];
       expect(updated.by).toEqual({ id: expect.any(Number), email: 'admin@acme.test' });
       expect(new Date(updated.at).getTime()).toBeGreaterThan(0);
-      const byField = Object.fromEntries(updated.changes.map((ch: Json): [string, Json] => [String(ch.field), ch]));
+      const byField = Object.fromEntries(
+        updated.changes.map((ch: Json): [string, Json] => [String(ch.field), ch]),
+      );
       expect(Object.keys(byField).sort()).toEqual(['credit_limit', 'phone']);
       expect(byField.credit_limit).toEqual({ field: 'credit_limit', before: 1000, after: 2500 });
       // Masked stays masked (phone: partial), on both sides; the excluded field never appears.
@@ -162,6 +168,69 @@ describe('Record history, restore and undelete (D56)', () => {
     });
   });
 
+  describe('the read scope decides', () => {
+    it("should answer 404 once the profile's row filter no longer shows the record", async () => {
+      // A copy of customers whose profile shows gold customers only.
+      const customers = DEMO_PROFILES.find((p) => p.code === 'customers')!;
+      await copyEntityConfig(ds, 'customers', 'gold_customers', {
+        profile: {
+          prf_mode_code: 'FULL',
+          prf_policy: JSON.stringify({ ...customers.policy, rowFilters: { where: "tier = 'gold'" } }),
+        },
+      });
+      seq += 1;
+      const created = await call('POST', '/api/v1/gold_customers', 'acmeAdmin', {
+        name: `Gold ${seq}`,
+        email: `gold${seq}-${Date.now()}@acme.example`,
+        tier: 'gold',
+      });
+      expect(created.statusCode).toBe(201);
+      const c = created.json().data as Json;
+      expect((await call('GET', `/api/v1/gold_customers/${c.id}/history`, 'acmeAdmin')).statusCode).toBe(200);
+      const moved = await call('PUT', `/api/v1/gold_customers/${c.id}`, 'acmeAdmin', {
+        tier: 'silver',
+        lastModified: c.lastModified,
+      });
+      expect(moved.statusCode).toBe(200);
+      for (const url of [
+        `/api/v1/gold_customers/${c.id}/history`,
+        `/api/v1/gold_customers/${c.id}/history/1`,
+      ])
+        expect((await call('GET', url, 'acmeAdmin')).statusCode).toBe(404);
+      const restore = await call('POST', `/api/v1/gold_customers/${c.id}/restore`, 'acmeAdmin', {
+        version: 1,
+        lastModified: moved.json().data.lastModified,
+      });
+      expect(restore.statusCode).toBe(404);
+    });
+
+    it('should never show a secret: a new password leaves no trace in the history', async () => {
+      const created = await call('POST', '/api/v1/users', 'acmeRoot', {
+        email_id: `history.user${Date.now()}@acme.test`,
+        first_name: 'H',
+        role_id: 2,
+        password: 'a-long-Passw0rd',
+      });
+      expect(created.statusCode).toBe(201);
+      const u = created.json().data as Json;
+      const changed = await call('PUT', `/api/v1/users/${u.id}`, 'acmeRoot', {
+        password: 'another-long-Passw0rd',
+        first_name: 'Hh',
+        lastModified: u.lastModified,
+      });
+      expect(changed.statusCode).toBe(200);
+      const history = await call('GET', `/api/v1/users/${u.id}/history`, 'acmeRoot');
+      expect(history.statusCode).toBe(200);
+      const text = JSON.stringify(history.json().data);
+      expect(text).not.toMatch(/password|argon|\[changed\]/i);
+      expect(history.json().data.entries[0].changes).toEqual([
+        { field: 'first_name', before: 'H', after: 'Hh' },
+      ]);
+      const v1 = await call('GET', `/api/v1/users/${u.id}/history/1`, 'acmeRoot');
+      expect(JSON.stringify(v1.json().data)).not.toMatch(/password|argon/i);
+    });
+  });
+
   describe('POST …/{id}/restore {version, lastModified}', () => {
     it('should write the version back as an update with its own restored entry; masked fields skipped', async () => {
       const c = await newCustomer({ credit_limit: 100, tier: 'bronze' });
@@ -181,7 +250,10 @@ describe('Record history, restore and undelete (D56)', () => {
       const history = (await call('GET', `/api/v1/customers/${c.id}/history`, 'acmeAdmin')).json()
         .data as Json;
       expect(history.entries[0]).toMatchObject({ version: 3, action: 'restored' });
-      expect(history.entries[0].changes.map((ch: Json) => String(ch.field)).sort()).toEqual(['credit_limit', 'tier']);
+      expect(history.entries[0].changes.map((ch: Json) => String(ch.field)).sort()).toEqual([
+        'credit_limit',
+        'tier',
+      ]);
     });
 
     it('should refuse a stale token with 409 and change nothing', async () => {
@@ -266,7 +338,11 @@ describe('Record history, restore and undelete (D56)', () => {
       expect(after.entries[0]).toMatchObject({ action: 'restored', version: history.entries[0].version + 1 });
       const orderHistory = (await call('GET', `/api/v1/orders/${orders[0]}/history`, 'acmeAdmin')).json()
         .data as Json;
-      expect(orderHistory.entries.map((e: Json) => String(e.action))).toEqual(['restored', 'deleted', 'created']);
+      expect(orderHistory.entries.map((e: Json) => String(e.action))).toEqual([
+        'restored',
+        'deleted',
+        'created',
+      ]);
       // A live record cannot be undeleted.
       expect(
         (await call('POST', `/api/v1/customers/${c.id}/restore`, 'acmeAdmin', { undelete: true })).statusCode,

@@ -5,15 +5,27 @@ import { toDbTimestamp, fromDbTimestamp } from '../../database/dialect/timestamp
 import { assertCanPerform, canPerform } from '../../profile/access/can-perform';
 import { ProfileLoaderService } from '../../profile/profile-loader.service';
 import { RegistryService } from '../../registry/registry.service';
-import type { EntityInfo } from '../../registry/registry.types';
+import type { EntityInfo, FieldDef } from '../../registry/registry.types';
+import { valueLockName } from '../../database/dialect/value-lock';
 import type { EntityAuditEntry } from '../audit.service';
 import { HistoryRepository } from '../history/history.repository';
 import type { RecordContext } from '../record-context';
 import type { Row } from '../records-read.repository';
 import { tenantScope, writeScope, type ScopeRule } from '../scope';
-import { fromDb } from '../values';
+import { fromDb, toDb } from '../values';
 import { RecordHistory } from './record-history';
-import { parseJsonObject, RecordWriteSupport, snapshotFields, versionAfter } from './write-support';
+import {
+  parseJsonObject,
+  RecordWriteSupport,
+  snapshotFields,
+  uniqueKey,
+  versionAfter,
+} from './write-support';
+
+/** The unique fields a row holds a value in. */
+function uniqueFieldsSet(entity: EntityInfo, fields: Row): FieldDef[] {
+  return entity.fields.filter((f) => f.unique && fields[f.name] !== null && fields[f.name] !== undefined);
+}
 
 export interface UndeleteResult {
   /** The record as a read shows it now, with its new lastModified. */
@@ -54,24 +66,14 @@ export class UndeleteRecord {
     const fields = snapshotFields(entity);
     const operationId = randomUUID();
 
+    const members = await this.membersOf(ctx, id);
+    // The unique values to bring back, read before the transaction so that their locks can be its
+    // first statement (every read after them then sees a concurrent writer's committed row).
+    const lockNames = await this.uniqueLockNames(ctx, members);
+
     const { entry, record, token, undeleted } = await s.withTransaction(ctx, async (tx) => {
-      const parentRule: ScopeRule = { ...writeScope(ctx, entity, policy), deleted: 'only' };
-      const members: Member[] = [{ entity, id, rule: parentRule }];
-      const last = await this.audits.lastDelete(ctx.tenantId, entity.code, id, tx.config);
-      if (last?.operationId) {
-        for (const e of await this.audits.deletesOf(ctx.tenantId, last.operationId, tx.config)) {
-          if (e.entityCode === entity.code && e.recordId === String(id)) continue;
-          const dependent = await this.registry.resolve(ctx.tenantId, e.entityCode);
-          if (!dependent) continue;
-          await this.assertMayDelete(ctx, dependent);
-          members.push({
-            entity: dependent,
-            id: Number(e.recordId),
-            rule: { ...tenantScope(ctx.tenantId), deleted: 'only' },
-          });
-        }
-      }
-      // The rows still deleted, with their unique values locked and checked against live rows.
+      await s.repository.lockValues(tx, lockNames);
+      // The rows still deleted, their unique values checked against live rows.
       const rows: Array<Member & { fields: Row; auditRaw: unknown; lastModifiedRaw: unknown }> = [];
       for (const m of members) {
         const loaded = await s.repository.load(tx.data, m.entity, m.rule, snapshotFields(m.entity), m.id);
@@ -83,11 +85,7 @@ export class UndeleteRecord {
       }
       const clashes: Array<{ entity: string; id: number; field: string }> = [];
       for (const row of rows) {
-        const unique = row.entity.fields
-          .filter((f) => f.unique && row.fields[f.name] !== null && row.fields[f.name] !== undefined)
-          .map((f) => ({ field: f, value: fromDb(f, row.fields[f.name]) }));
-        await s.lockUniqueValues(tx, row.entity, ctx.tenantId, unique);
-        for (const { field } of unique) {
+        for (const field of uniqueFieldsSet(row.entity, row.fields)) {
           const stored = row.fields[field.name];
           const value = field.type === 'email' && typeof stored === 'string' ? stored.toLowerCase() : stored;
           if (await s.repository.existsWithValue(tx.data, row.entity, ctx.tenantId, field, value, row.id))
@@ -146,6 +144,51 @@ export class UndeleteRecord {
       record: s.present(entity, policy, id, record, token),
       undeleted: undeleted.map((u) => ({ entity: u.entity.code, id: u.id })),
     };
+  }
+
+  /** The record, then the rows its last delete's cascade deleted (the entries of that operation). */
+  private async membersOf(ctx: RecordContext, id: number): Promise<Member[]> {
+    const { entity, policy } = ctx;
+    const members: Member[] = [{ entity, id, rule: { ...writeScope(ctx, entity, policy), deleted: 'only' } }];
+    const last = await this.audits.lastDelete(ctx.tenantId, entity.code, id);
+    if (!last?.operationId) return members;
+    for (const e of await this.audits.deletesOf(ctx.tenantId, last.operationId)) {
+      if (e.entityCode === entity.code && e.recordId === String(id)) continue;
+      const dependent = await this.registry.resolve(ctx.tenantId, e.entityCode);
+      if (!dependent) continue;
+      await this.assertMayDelete(ctx, dependent);
+      members.push({
+        entity: dependent,
+        id: Number(e.recordId),
+        rule: { ...tenantScope(ctx.tenantId), deleted: 'only' },
+      });
+    }
+    return members;
+  }
+
+  /** The lock names (value-lock.ts) of the unique values the members hold now. */
+  private async uniqueLockNames(ctx: RecordContext, members: Member[]): Promise<string[]> {
+    const names: string[] = [];
+    for (const m of members) {
+      const ds = this.support.repository.dataSourceFor(m.entity, ctx.tenantId);
+      const qr = ds.createQueryRunner();
+      try {
+        const row = await this.support.repository.load(qr, m.entity, m.rule, snapshotFields(m.entity), m.id);
+        if (!row) continue;
+        for (const field of uniqueFieldsSet(m.entity, row.fields))
+          names.push(
+            valueLockName({
+              table: m.entity.table,
+              tenantId: ctx.tenantId,
+              column: field.column,
+              value: uniqueKey(field, toDb(field, fromDb(field, row.fields[field.name]))),
+            }),
+          );
+      } finally {
+        await qr.release();
+      }
+    }
+    return names;
   }
 
   /** is_deleted back to 0; who undeleted it, and when, in the audit data; a new version. */
