@@ -164,7 +164,15 @@ describe('Record history, restore and undelete (D56)', () => {
       }
       const after = (await call('GET', `/api/v1/customers/${c.id}`, 'acmeAdmin')).json().data as Json;
       expect(after).toEqual(before);
-      expect((await call('GET', `/api/v1/customers/${c.id}/history`, 'acmeAdmin')).json().data.total).toBe(1);
+      // A deleted record of the other tenant: its history and its undelete are 404 too.
+      expect((await call('DELETE', `/api/v1/customers/${c.id}`, 'acmeAdmin')).statusCode).toBe(200);
+      for (const res of [
+        await call('GET', `/api/v1/customers/${c.id}/history`, 'globexAdmin'),
+        await call('POST', `/api/v1/customers/${c.id}/restore`, 'globexAdmin', { undelete: true }),
+      ])
+        expect(res.statusCode).toBe(404);
+      expect((await call('GET', `/api/v1/customers/${c.id}`, 'acmeAdmin')).statusCode).toBe(404);
+      expect((await call('GET', `/api/v1/customers/${c.id}/history`, 'acmeAdmin')).json().data.total).toBe(2);
     });
   });
 
