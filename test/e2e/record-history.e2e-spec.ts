@@ -378,6 +378,26 @@ describe('Record history, restore and undelete (D56)', () => {
       expect(Number(stored?.n)).toBe(2);
     });
 
+    it('should refuse with 409 an order whose customer is still deleted, and bring it back after', async () => {
+      const c = await newCustomer();
+      const order = await newOrder(c.id);
+      expect((await call('DELETE', `/api/v1/orders/${order}`, 'acmeAdmin')).statusCode).toBe(200);
+      expect((await call('DELETE', `/api/v1/customers/${c.id}`, 'acmeAdmin')).statusCode).toBe(200);
+      const orphan = await call('POST', `/api/v1/orders/${order}/restore`, 'acmeAdmin', { undelete: true });
+      expect(orphan.statusCode).toBe(409);
+      expect(orphan.json().error.details).toEqual({
+        missingReferences: [{ entity: 'orders', id: order, field: 'customer_id', references: 'customers' }],
+      });
+      expect((await call('GET', `/api/v1/orders/${order}`, 'acmeAdmin')).statusCode).toBe(404);
+      const customer = await call('POST', `/api/v1/customers/${c.id}/restore`, 'acmeAdmin', {
+        undelete: true,
+      });
+      expect(customer.json().data.undeleted).toEqual([{ entity: 'customers', id: c.id }]);
+      const back = await call('POST', `/api/v1/orders/${order}/restore`, 'acmeAdmin', { undelete: true });
+      expect(back.statusCode).toBe(200);
+      expect((await call('GET', `/api/v1/orders/${order}`, 'acmeAdmin')).statusCode).toBe(200);
+    });
+
     it('should need delete permission', async () => {
       const c = await newCustomer();
       expect((await call('DELETE', `/api/v1/customers/${c.id}`, 'acmeAdmin')).statusCode).toBe(200);

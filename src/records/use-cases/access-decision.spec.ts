@@ -159,7 +159,7 @@ const WALK: Record<string, { internal: string[]; calls: Record<string, [string, 
     },
   },
   UndeleteRecord: {
-    internal: ['undeleteSet', 'assertMayDelete', 'membersOf', 'uniqueLockNames'],
+    internal: ['undeleteSet', 'assertMayDelete', 'membersOf', 'uniqueLockNames', 'missingReferences'],
     calls: {
       execute: [
         'delete',

@@ -10,6 +10,7 @@ import { valueLockName } from '../../database/dialect/value-lock';
 import type { EntityAuditEntry } from '../audit.service';
 import { HistoryRepository } from '../history/history.repository';
 import type { RecordContext } from '../record-context';
+import type { WriteTx } from '../records-write.repository';
 import type { Row } from '../records-read.repository';
 import { tenantScope, writeScope, type ScopeRule } from '../scope';
 import { fromDb, toDb } from '../values';
@@ -97,6 +98,14 @@ export class UndeleteRecord {
           `${entity.code} ${id} cannot be undeleted: live records hold its unique values`,
           { clashes },
           'duplicate_value',
+        );
+      // D25: a row comes back only if what it references is live (or comes back with it).
+      const orphans = await this.missingReferences(tx, ctx, rows);
+      if (orphans.length > 0)
+        throw new ConflictError(
+          `${entity.code} ${id} cannot be undeleted: it references records that are deleted`,
+          { missingReferences: orphans },
+          'illegal_state',
         );
       let parentEntry: EntityAuditEntry | undefined;
       let parentRecord: Row = {};
@@ -189,6 +198,45 @@ export class UndeleteRecord {
       }
     }
     return names;
+  }
+
+  /**
+   * The references of the rows to bring back whose target is neither live nor among those rows.
+   * A live target is locked as a create locks the parent it references (D25), so a concurrent delete
+   * of it waits for this undelete and then counts the rows it brought back.
+   */
+  private async missingReferences(
+    tx: WriteTx,
+    ctx: RecordContext,
+    rows: Array<Member & { fields: Row }>,
+  ): Promise<Array<{ entity: string; id: number; field: string; references: string }>> {
+    const s = this.support;
+    const back = new Set(rows.map((r) => `${r.entity.code}:${r.id}`));
+    const out: Array<{ entity: string; id: number; field: string; references: string }> = [];
+    for (const row of rows) {
+      for (const field of row.entity.fields) {
+        const value = row.fields[field.name];
+        if (!field.references || value === null || value === undefined) continue;
+        const target = await this.registry.resolve(ctx.tenantId, field.references.entity);
+        const targetField = target?.fields.find((f) => f.name === field.references?.field);
+        if (!target || !targetField) continue;
+        const isKey = targetField.column === target.primaryKeyColumn;
+        if (isKey && back.has(`${target.code}:${Number(value)}`)) continue;
+        const found = await s.onRunnerOf(tx, target, ctx.tenantId, (qr) =>
+          s.repository.existsWithValue(
+            qr,
+            target,
+            ctx.tenantId,
+            targetField,
+            value,
+            undefined,
+            tx.owns(qr) ? 'referenced-parent' : undefined,
+          ),
+        );
+        if (!found) out.push({ entity: row.entity.code, id: row.id, field: field.name, references: target.code });
+      }
+    }
+    return out;
   }
 
   /** is_deleted back to 0; who undeleted it, and when, in the audit data; a new version. */
