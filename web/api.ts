@@ -119,6 +119,15 @@ function envelope(result: { data?: unknown; error?: unknown; response: Response 
   throw toApiError(result.response, result.error);
 }
 
+/** One entry of a record's history (D56). */
+export interface HistoryEntry {
+  version: number;
+  action: 'created' | 'updated' | 'deleted' | 'restored';
+  at: string;
+  by: { id: number | null; email: string | null };
+  changes: Array<{ field: string; before: unknown; after: unknown }>;
+}
+
 export class PageApi {
   readonly client: ApiClient;
 
@@ -198,6 +207,28 @@ export class PageApi {
     });
     if (!result.response.ok) envelope({ ...result, error: await errorOf(result.error) });
     return result.data as unknown as Blob;
+  }
+
+  /** A record's history, newest first (D56). */
+  async history(entity: string, id: string, limit = 20): Promise<HistoryEntry[]> {
+    const result = await this.client.api.GET('/api/v1/{entity_code}/{id}/history', {
+      params: { path: { entity_code: entity, id: Number(id) }, query: { limit } },
+    });
+    return (envelope(result).data as { entries: HistoryEntry[] }).entries;
+  }
+
+  /** Writes an earlier version back (D56); the token is the record's as the page read it. */
+  async restoreVersion(
+    entity: string,
+    id: string,
+    version: number,
+    lastModified: string | null,
+  ): Promise<{ record: Row; skipped: string[] }> {
+    const result = await this.client.api.POST('/api/v1/{entity_code}/{id}/restore', {
+      params: { path: { entity_code: entity, id: Number(id) } },
+      body: { version, lastModified } as never,
+    });
+    return envelope(result).data as { record: Row; skipped: string[] };
   }
 
   async workflows(): Promise<WorkflowSummary[]> {

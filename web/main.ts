@@ -238,6 +238,7 @@ class Grid {
   private readonly table = h('table', { 'data-testid': 'grid-table' });
   private readonly pager = h('div', { class: 'pager', 'data-testid': 'pager' });
   private readonly conflict = h('div', { class: 'conflict', hidden: true, 'data-testid': 'conflict' });
+  private readonly history = h('div', { class: 'history', hidden: true, 'data-testid': 'history' });
   private readonly groupList = h('div', { class: 'groups', 'data-testid': 'groups' });
   private page: DataPage = { rows: [], pagination: { pageSize: 25 }, aggregates: {} };
   private editing: string | null = null;
@@ -270,6 +271,7 @@ class Grid {
       h('h2', {}, config.dataviewName ?? DATAVIEW),
       this.toolbar(),
       this.conflict,
+      this.history,
       this.groupList,
       h('div', { class: 'table-wrap' }, this.table),
       this.pager,
@@ -554,8 +556,10 @@ class Grid {
   }
 
   private actionButtons(row: Row, column: GridColumn): HTMLElement[] {
-    return (column.actions ?? [])
-      .filter((a) => a.onClick === 'editRecord')
+    const edits = (column.actions ?? []).filter((a) => a.onClick === 'editRecord');
+    const history = h('button', { type: 'button', 'data-testid': 'action-history' }, 'History');
+    history.addEventListener('click', () => void this.showHistory(row));
+    return edits
       .map((action) => {
         const button = h(
           'button',
@@ -568,7 +572,77 @@ class Grid {
           this.render();
         });
         return button;
-      });
+      })
+      .concat(edits.length > 0 ? [history] : []);
+  }
+
+  /** D56: who changed the record, when and what, newest first; each earlier version can be restored. */
+  private async showHistory(row: Row): Promise<void> {
+    const id = String(row[this.key]);
+    let token = row.lastModified ?? null;
+    const close = h('button', { type: 'button', 'data-testid': 'history-close' }, 'Close');
+    close.addEventListener('click', () => {
+      this.history.hidden = true;
+      mount(this.history);
+    });
+    const list = h('ol', { class: 'history-entries' });
+    mount(this.history, h('strong', {}, `History of ${this.entity} ${id}`), close, list);
+    this.history.hidden = false;
+    const load = async (): Promise<void> => {
+      const entries = await api.history(this.entity, id);
+      mount(
+        list,
+        entries.map((entry, i) => {
+          const restore =
+            i > 0 && entry.action !== 'deleted'
+              ? h('button', { type: 'button', 'data-testid': `restore-v${entry.version}` }, 'Restore')
+              : null;
+          restore?.addEventListener('click', () => {
+            void (async () => {
+              try {
+                const result = await api.restoreVersion(this.entity, id, entry.version, token);
+                token = result.record.lastModified ?? null;
+                const skipped = result.skipped.length ? ` (skipped: ${result.skipped.join(', ')})` : '';
+                this.setStatus(`Restored ${this.entity} ${id} to version ${entry.version}${skipped}`);
+                await this.reload();
+                await load();
+              } catch (err) {
+                const e = describe(err);
+                if (e.status === 401) return;
+                this.setStatus(
+                  e.status === 409 ? `Conflict: ${this.entity} ${id} was changed by someone else` : problem(e),
+                  'error',
+                );
+              }
+            })();
+          });
+          return h(
+            'li',
+            { 'data-testid': `history-v${entry.version}`, 'data-version': entry.version },
+            h(
+              'div',
+              { class: 'history-head' },
+              `v${entry.version} · ${entry.action} · ${new Date(entry.at).toLocaleString()} · ${
+                entry.by.email ?? `user ${entry.by.id ?? '?'}`
+              }`,
+              restore,
+            ),
+            h(
+              'ul',
+              {},
+              entry.changes.map((c) =>
+                h('li', { 'data-field': c.field }, `${c.field}: ${text(c.before)} → ${text(c.after)}`),
+              ),
+            ),
+          );
+        }),
+      );
+    };
+    try {
+      await load();
+    } catch (err) {
+      if (describe(err).status !== 401) this.setStatus(problem(describe(err)), 'error');
+    }
   }
 
   private editButtons(row: Row, inputs: Map<string, HTMLInputElement | HTMLSelectElement>): HTMLElement[] {

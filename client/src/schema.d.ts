@@ -379,6 +379,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/{entity_code}/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A record’s changes, newest first (D56): who, when, what; values shaped by the caller’s profile (masked stays masked) */
+        get: operations["getRecordHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{entity_code}/{id}/history/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The record as it was after one version (D56), shaped by the caller’s profile */
+        get: operations["getRecordVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{entity_code}/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Write an earlier version back as an update ({version, lastModified}; needs update; fields the caller cannot write are skipped) or undelete a soft-deleted record and its cascade ({undelete: true}; needs delete) (D56) */
+        post: operations["restoreRecord"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/dataviews/{dvc_code}/config": {
         parameters: {
             query?: never;
@@ -4326,6 +4377,599 @@ export interface operations {
                          * @example 2026-11-23T05:10:00.000Z
                          */
                         deletedAt: string;
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description CONFLICT: Conflict (stale lastModified, dependents, duplicate unique value) */
+            409: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
+            501: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    getRecordHistory: {
+        parameters: {
+            query?: {
+                skip?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The record’s key. Example: `1` */
+                id: number;
+                /** @description Entity code of the object registry (obj_code). Example: `customers` */
+                entity_code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the record’s history */
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        /**
+                         * @example {
+                         *       "entries": [
+                         *         {
+                         *           "version": 2,
+                         *           "action": "updated",
+                         *           "at": "2026-11-23T05:03:25.085Z",
+                         *           "by": {
+                         *             "id": 3,
+                         *             "email": "admin@acme.example"
+                         *           },
+                         *           "changes": [
+                         *             {
+                         *               "field": "credit_limit",
+                         *               "before": 3000,
+                         *               "after": 5000
+                         *             }
+                         *           ]
+                         *         }
+                         *       ],
+                         *       "total": 2,
+                         *       "limit": 50,
+                         *       "skip": 0
+                         *     }
+                         */
+                        data: {
+                            entries: {
+                                /** @example 4 */
+                                version: number;
+                                /**
+                                 * @example updated
+                                 * @enum {string}
+                                 */
+                                action: "created" | "updated" | "deleted" | "restored";
+                                /**
+                                 * Format: date-time
+                                 * @example 2026-11-23T05:03:25.085Z
+                                 */
+                                at: string;
+                                /** @description Who made the change (email null on entries written before history existed) */
+                                by: {
+                                    /** @example 3 */
+                                    id: number | null;
+                                    /** @example admin@acme.example */
+                                    email: string | null;
+                                };
+                                /** @description The fields the change touched that the caller may see; empty on a delete */
+                                changes: {
+                                    /** @example credit_limit */
+                                    field: string;
+                                    /** @description A field value as a read shows it (masked where the profile masks it); null when unset */
+                                    before: unknown;
+                                    /** @description A field value as a read shows it (masked where the profile masks it); null when unset */
+                                    after: unknown;
+                                }[];
+                            }[];
+                            /**
+                             * @description Entries the record has
+                             * @example 4
+                             */
+                            total: number;
+                            /** @example 50 */
+                            limit: number;
+                            /** @example 0 */
+                            skip: number;
+                        };
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
+            501: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    getRecordVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The record’s key. Example: `1` */
+                id: number;
+                /** @description Example: `2` */
+                version: number;
+                /** @description Entity code of the object registry (obj_code). Example: `customers` */
+                entity_code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record as of that version */
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: {
+                            /** @example 2 */
+                            version: number;
+                            /**
+                             * @example updated
+                             * @enum {string}
+                             */
+                            action: "created" | "updated" | "deleted" | "restored";
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-23T05:03:25.085Z
+                             */
+                            at: string;
+                            /** @description Who made the change (email null on entries written before history existed) */
+                            by: {
+                                /** @example 3 */
+                                id: number | null;
+                                /** @example admin@acme.example */
+                                email: string | null;
+                            };
+                            /**
+                             * @description Whether the record was deleted as of that version
+                             * @example false
+                             */
+                            deleted: boolean;
+                            /**
+                             * @description The record’s fields as they were, visible under the profile and masked as it says
+                             * @example {
+                             *       "id": 1,
+                             *       "name": "Alice Anderson",
+                             *       "email": "customer1@acme.example",
+                             *       "phone": "***********0101",
+                             *       "tier": "bronze",
+                             *       "credit_limit": 3000
+                             *     }
+                             */
+                            record: {
+                                [key: string]: unknown;
+                            };
+                        };
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
+            501: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    restoreRecord: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Instead of lastModified in the body */
+                "If-Match"?: string;
+            };
+            path: {
+                /** @description The record’s key. Example: `1` */
+                id: number;
+                /** @description Entity code of the object registry (obj_code). Example: `customers` */
+                entity_code: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The version whose values are written back */
+                    version: number;
+                    /**
+                     * Format: date-time
+                     * @description The record’s token as read (or If-Match)
+                     */
+                    lastModified?: string | null;
+                } | {
+                    /**
+                     * @description Bring back the soft-deleted record and what its cascade deleted with it
+                     * @enum {boolean}
+                     */
+                    undelete: true;
+                };
+            };
+        };
+        responses: {
+            /** @description The record now, with its new lastModified; ETag */
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: {
+                            /**
+                             * @description The record’s fields visible under the profile (masked as it says) and its concurrency token lastModified (D42). Per-entity schemas (e.g. Customer) list the fields.
+                             * @example {
+                             *       "id": 1,
+                             *       "name": "Alice Anderson",
+                             *       "email": "customer1@acme.example",
+                             *       "phone": "***********0101",
+                             *       "tier": "bronze",
+                             *       "credit_limit": 3000,
+                             *       "lastModified": "2026-11-23T05:03:25.085Z"
+                             *     }
+                             */
+                            record: {
+                                /** @example 1 */
+                                readonly id?: number;
+                                /**
+                                 * Format: date-time
+                                 * @description The concurrency token; send it back on PUT (or as If-Match)
+                                 */
+                                readonly lastModified?: string | null;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                            /**
+                             * @description The version written back (a version restore)
+                             * @example 2
+                             */
+                            restoredVersion?: number;
+                            /**
+                             * @description Visible fields of that version the caller cannot write; left as they are
+                             * @example [
+                             *       "email"
+                             *     ]
+                             */
+                            skipped?: string[];
+                            /** @description Every row an undelete brought back: the record first, then its cascade */
+                            undeleted?: {
+                                /** @example orders */
+                                entity: string;
+                                /** @example 12 */
+                                id: number;
+                            }[];
+                        };
                         meta: components["schemas"]["MetaDto"];
                     };
                 };

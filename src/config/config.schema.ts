@@ -130,6 +130,8 @@ export interface AppConfig {
   jobs: { worker: boolean; leaseMs: number; pollMs: number };
   /** D58: how often request counts are added to app_tenant_usage. */
   tenantUsageFlushMs: number;
+  /** D56: audit retention in days (0 = forever) and how often the pruning job runs. */
+  auditRetention: { days: number; intervalMs: number };
   /** D49: the workflow worker of this instance. */
   workflow: { worker: boolean; concurrency: number; leaseMs: number; pollMs: number };
   smtpUrl: string | undefined;
@@ -379,6 +381,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     },
     jobs: { worker: v.JOB_WORKER !== 'off', leaseMs: v.JOB_LEASE_MS(), pollMs: v.JOB_POLL_MS() },
     tenantUsageFlushMs: v.TENANT_USAGE_FLUSH_MS(),
+    auditRetention: { days: v.AUDIT_RETENTION_DAYS(), intervalMs: v.AUDIT_RETENTION_INTERVAL_MS() },
     workflow: {
       worker: v.WORKFLOW_WORKER !== 'off',
       concurrency: v.WORKFLOW_WORKER_CONCURRENCY(),

@@ -349,6 +349,18 @@ export const VARS = {
     default: '1000',
     min: 10,
   }),
+  AUDIT_RETENTION_DAYS: int('AUDIT_RETENTION_DAYS', {
+    description:
+      'Days an audit entry (record history, D56) is kept before the retention job prunes it; 0 keeps them forever. A tenant may set its own in tnt_add_dtls.auditRetentionDays',
+    default: '0',
+    min: 0,
+  }),
+  AUDIT_RETENTION_INTERVAL_MS: int('AUDIT_RETENTION_INTERVAL_MS', {
+    description:
+      'How often the audit retention job runs (once per interval across every instance, as a leased job)',
+    default: '3600000',
+    min: 1000,
+  }),
   WORKFLOW_WORKER: oneOf('WORKFLOW_WORKER', ['on', 'off'] as const, {
     description: 'Whether this instance runs workflow steps from the shared queue (D49); off = API only',
     default: 'on',

@@ -4,6 +4,7 @@ import { RecordsModule } from '../records/records.module';
 import { RegistryModule } from '../registry/registry.module';
 import { EntityWriteController } from './entity-write.controller';
 import { EntityController } from './entity.controller';
+import { EntityHistoryController } from './entity-history.controller';
 import { EntityAccessGuard, EntityChainGuard, EntityInfoGuard, ProfileLoaderGuard } from './entity.guards';
 
 /**
@@ -13,7 +14,7 @@ import { EntityAccessGuard, EntityChainGuard, EntityInfoGuard, ProfileLoaderGuar
  */
 @Module({
   imports: [RegistryModule, ProfileModule, RecordsModule],
-  controllers: [EntityController, EntityWriteController],
+  controllers: [EntityController, EntityWriteController, EntityHistoryController],
   providers: [EntityInfoGuard, ProfileLoaderGuard, EntityAccessGuard, EntityChainGuard],
 })
 export class EntityModule {}

@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
 import { HealthModule } from '../health/health.module';
+import { TenantModule } from '../tenant/tenant.module';
+import { AuditRetentionJob } from './audit-retention.job';
 import { RecordsModule } from '../records/records.module';
 import { JobTransactions } from './job-transactions';
 import { JobWatch } from './job-watch';
@@ -14,8 +16,8 @@ import { JobsService } from './jobs.service';
  * queue, read and cancel jobs through JobsService. DatabaseModule is global.
  */
 @Module({
-  imports: [RecordsModule, HealthModule],
-  providers: [JobsRepository, JobTransactions, JobWatch, JobWorker, JobsService],
-  exports: [JobsService, JobWorker],
+  imports: [RecordsModule, HealthModule, TenantModule],
+  providers: [JobsRepository, JobTransactions, JobWatch, JobWorker, JobsService, AuditRetentionJob],
+  exports: [JobsService, JobWorker, AuditRetentionJob],
 })
 export class JobsModule {}

@@ -337,6 +337,27 @@ export class JobsRepository {
     });
   }
 
+  /** Whether the tenant has a job of `kind`, in any status, queued at `since` or later. */
+  async queuedSince(
+    qr: QueryRunner | undefined,
+    tenantId: string,
+    kind: string,
+    since: number,
+  ): Promise<boolean> {
+    const row = await this.ds
+      .createQueryBuilder(qr)
+      .select('j.job_id', 'id')
+      .from(TABLE, 'j')
+      .where('j.job_tenant_id = :tenant AND j.job_kind = :kind AND j.job_created_at >= :since', {
+        tenant: tenantNumber(tenantId),
+        kind,
+        since: toDbTimestamp(since),
+      })
+      .limit(1)
+      .getRawOne<Record<string, unknown>>();
+    return row !== undefined;
+  }
+
   /** Deletes finished jobs (any tenant) finished before `before`; how many. */
   async purgeFinished(before: number): Promise<number> {
     const result = await this.ds

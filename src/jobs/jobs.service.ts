@@ -81,6 +81,24 @@ export class JobsService {
     }
   }
 
+  /**
+   * Queues `job` unless one of its tenant and kind was queued at `since` or later: a periodic job
+   * every instance schedules runs once per period across them. The check and the insert are
+   * serialised by the same named lock as admissions (SQLite's writes queue anyway). Undefined when
+   * one was already there.
+   */
+  async enqueueOnce(job: NewJob, since: number): Promise<number | undefined> {
+    const id = await this.transactions.run(async (tx) => {
+      await this.transactions.lock(tx, [
+        valueLockName({ table: 'app_jobs', tenantId: job.tenantId, column: 'job_kind', value: job.kind }),
+      ]);
+      if (await this.jobs.queuedSince(tx.config, job.tenantId, job.kind, since)) return undefined;
+      return this.jobs.insert(tx.config, job, Date.now());
+    });
+    if (id !== undefined) this.worker.wake();
+    return id;
+  }
+
   /** The job `id` of `kind` in the tenant; 404 otherwise. */
   async get(tenantId: string, id: number, kind: string): Promise<Job> {
     const job = await this.jobs.find(tenantId, id);

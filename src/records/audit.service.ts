@@ -4,7 +4,7 @@ import type { AuditPolicy } from '../profile/policy/policy.model';
 import { RecordsWriteRepository } from './records-write.repository';
 import { toDbTimestamp } from '../database/dialect/timestamps';
 
-export type EntityAuditEvent = 'entity.created' | 'entity.updated' | 'entity.deleted';
+export type EntityAuditEvent = 'entity.created' | 'entity.updated' | 'entity.deleted' | 'entity.restored';
 
 export interface EntityAuditEntry {
   event: EntityAuditEvent;
@@ -18,16 +18,28 @@ export interface EntityAuditEntry {
   requestId: string;
   /** Epoch ms of the change. */
   at: number;
+  /** The actor's e-mail address: who, as history shows it (D56). */
+  userEmail: string;
+  /** The record's version after the change (its audit data's `version`, D56). */
+  version: number;
+  /** The fields the change touched (D56); empty on a delete. */
+  changed: string[];
+  /** Shared by every entry of one write: a delete and its cascade (D56's undelete). */
+  operationId: string;
 }
 
 /** Whether the profile's audit flags (spec 2.6.1, D29) ask for this event. */
 export function auditWanted(policy: AuditPolicy, event: EntityAuditEvent): boolean {
   if (!policy.enabled) return false;
-  return event === 'entity.created'
-    ? policy.logCreations
-    : event === 'entity.updated'
-      ? policy.logUpdates
-      : policy.logDeletions;
+  switch (event) {
+    case 'entity.created':
+      return policy.logCreations;
+    case 'entity.updated':
+    case 'entity.restored':
+      return policy.logUpdates;
+    case 'entity.deleted':
+      return policy.logDeletions;
+  }
 }
 
 /**
@@ -53,6 +65,10 @@ export class EntityAuditService {
       aud_after: entry.after === null ? null : JSON.stringify(entry.after),
       aud_request_id: entry.requestId,
       aud_at: toDbTimestamp(entry.at),
+      aud_user_email: entry.userEmail,
+      aud_version: entry.version,
+      aud_changed: JSON.stringify(entry.changed),
+      aud_operation_id: entry.operationId,
     });
   }
 

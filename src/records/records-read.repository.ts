@@ -129,6 +129,21 @@ export class RecordsReadRepository {
     return raw ? readRow(raw, fields, ds.driver.options.type) : undefined;
   }
 
+  /**
+   * Whether a record exists for the caller's history (D56): in its read scope and row filter, live
+   * or soft-deleted; undefined when the caller cannot see it (or it never existed).
+   */
+  async findForHistory(ctx: RecordContext, id: number): Promise<{ deleted: boolean } | undefined> {
+    const ds = this.dataSourceFor(ctx.entity, ctx.tenantId);
+    const rule = { ...readScope(ctx, ctx.entity, ctx.policy), deleted: 'include' as const };
+    const raw = await scoped(ds, ctx.entity, rule)
+      .andWhere(`${col(ds, ctx.entity.primaryKeyColumn)} = :__id`, { __id: id })
+      .select(col(ds, ctx.entity.columns.isDeleted), 'deleted')
+      .getRawOne<{ deleted: unknown }>();
+    if (!raw) return undefined;
+    return { deleted: raw.deleted === true || Number(raw.deleted) === 1 };
+  }
+
   /** The by-key statements of an entity on a data source (dropped with the entity on a reload). */
   private byIdStatements(ds: DataSource, entity: EntityInfo): LRUCache<string, string> {
     let perSource = this.statements.get(entity);

@@ -12,9 +12,23 @@ import { CreateRecord } from './use-cases/create-record';
 import { DeleteRecord } from './use-cases/delete-record';
 import { ListRecords, PageRecords, ReadRecord } from './use-cases/read-records';
 import { UpdateRecord } from './use-cases/update-record';
+import { RecordHistory } from './use-cases/record-history';
+import { RestoreVersion } from './use-cases/restore-record';
+import { UndeleteRecord } from './use-cases/undelete-record';
+import { HistoryRepository } from './history/history.repository';
 import { RecordWriteSupport } from './use-cases/write-support';
 
-const USE_CASES = [ReadRecord, ListRecords, PageRecords, CreateRecord, UpdateRecord, DeleteRecord];
+const USE_CASES = [
+  ReadRecord,
+  ListRecords,
+  PageRecords,
+  CreateRecord,
+  UpdateRecord,
+  DeleteRecord,
+  RecordHistory,
+  RestoreVersion,
+  UndeleteRecord,
+];
 
 /**
  * The HTTP-free data core (D47): every read and write of tenant data — entity routes, dataviews,
@@ -29,10 +43,18 @@ const USE_CASES = [ReadRecord, ListRecords, PageRecords, CreateRecord, UpdateRec
     RecordsWriteRepository,
     RecordWriteSupport,
     CascadePlanner,
+    HistoryRepository,
     EntityAuditService,
     RecordContextFactory,
     RecordHooks,
   ],
-  exports: [...USE_CASES, RecordContextFactory, RecordHooks, AggregateRecords, RecordsWriteRepository],
+  exports: [
+    ...USE_CASES,
+    RecordContextFactory,
+    RecordHooks,
+    AggregateRecords,
+    RecordsWriteRepository,
+    HistoryRepository,
+  ],
 })
 export class RecordsModule {}

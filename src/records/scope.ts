@@ -5,7 +5,12 @@ import type { EntityPolicy, TenantMode } from '../profile/policy/policy.model';
 import { compileRowFilter, RowFilter } from '../profile/row-filter';
 import type { EntityInfo } from '../registry/registry.types';
 import type { ScopeContext } from './record-context';
-import { livePredicate, tenantPredicate, type ScopeCondition } from '../database/scope/tenant-rows';
+import {
+  deletedPredicate,
+  livePredicate,
+  tenantPredicate,
+  type ScopeCondition,
+} from '../database/scope/tenant-rows';
 
 /**
  * The one place that builds the tenant, soft-delete and row-filter predicates (D47, ARCHITECTURE):
@@ -30,6 +35,11 @@ export interface ScopeRule {
   mode: TenantMode;
   /** The profile's row filter and the user whose attributes it reads; none for integrity checks. */
   rowFilter?: { filter: RowFilter; user: AuthUser };
+  /**
+   * Soft-deleted rows (D56): `include` reads them with the live ones (a record's history),
+   * `only` reaches deleted rows alone (an undelete). Live rows only when absent.
+   */
+  deleted?: 'include' | 'only';
 }
 
 /**
@@ -99,7 +109,8 @@ export function scopePredicates(
 ): ScopeCondition[] {
   const out: ScopeCondition[] = [];
   out.push(tenantPredicate(column(entity.columns.tenant), rule.mode, rule.tenantId));
-  out.push(livePredicate(column(entity.columns.isDeleted)));
+  if (rule.deleted === 'only') out.push(deletedPredicate(column(entity.columns.isDeleted)));
+  else if (rule.deleted !== 'include') out.push(livePredicate(column(entity.columns.isDeleted)));
   if (rule.rowFilter) {
     const byName = new Map(entity.fields.map((f) => [f.name, f]));
     const compiled = compileRowFilter(

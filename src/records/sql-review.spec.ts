@@ -769,6 +769,12 @@ describe('every records statement, generated offline per dialect (review snapsho
       await step('update (compare-and-set)', customers, () =>
         repository.update(qr, customers, scope, RECORD_ID, { cus_name: INJECTION }, { value: 'x' }),
       );
+      await step('load a deleted row in the write scope (undelete, D56)', customers, () =>
+        repository.load(qr, customers, { ...scope, deleted: 'only' }, customers.fields, RECORD_ID),
+      );
+      await step('undelete update', customers, () =>
+        repository.update(qr, customers, { ...scope, deleted: 'only' }, RECORD_ID, { cus_is_deleted: 0 }),
+      );
       await step('cascade update', orders, () =>
         repository.update(qr, orders, tenantScope(String(TENANT_ID)), RECORD_ID, { ord_is_deleted: 1 }),
       );
@@ -804,9 +810,11 @@ describe('every records statement, generated offline per dialect (review snapsho
         r.page(ctx, fields, { filterable, sortable: filterable }, query, false),
       );
       const count = await capture(ds, (r) => r.count(ctx, { filterable, sortable: filterable }, query));
+      const history = await capture(ds, (r) => r.findForHistory(ctx, RECORD_ID));
       return [
         { label: 'keyset page (operators, search, sort, after a position)', ...page[0], entity: customers },
         { label: 'count (operators, search)', ...count[0], entity: customers },
+        { label: 'a record, live or deleted, in the read scope (history, D56)', ...history[0], entity: customers },
       ];
     }
 

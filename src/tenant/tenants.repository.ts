@@ -38,6 +38,26 @@ export class TenantsRepository {
     return this.findOne('t.tnt_id = :id', { id: Number(id) });
   }
 
+  /**
+   * D56: every tenant's own audit retention (`tnt_add_dtls.auditRetentionDays`, a whole number of
+   * days, 0 = forever), deleted tenants included; tenants without a valid one are left out.
+   */
+  async auditRetentionOverrides(): Promise<Array<{ tenantId: number; days: number }>> {
+    const rows = await this.database.dataSource
+      .createQueryBuilder()
+      .select(['t.tnt_id AS id', 't.tnt_add_dtls AS add_dtls'])
+      .from('app_tenants', 't')
+      .where('t.tnt_add_dtls IS NOT NULL')
+      .getRawMany<Record<string, unknown>>();
+    const out: Array<{ tenantId: number; days: number }> = [];
+    for (const row of rows) {
+      const days = parseJsonObject(row.add_dtls).auditRetentionDays;
+      if (typeof days === 'number' && Number.isSafeInteger(days) && days >= 0)
+        out.push({ tenantId: Number(row.id), days });
+    }
+    return out;
+  }
+
   private async findOne(where: string, params: Record<string, unknown>): Promise<TenantRow | undefined> {
     const row = await this.database.dataSource
       .createQueryBuilder()

@@ -235,6 +235,29 @@ describe('reference page through the tenant proxy (browser)', () => {
     await withText(`cell-${id}-credit_limit`, '$888.00');
   });
 
+  step('shows a record’s history (who, when, what) and restores a version', async () => {
+    // The row of the conflict step: credit_limit 777, then 4242, then 888.
+    const id = (await rowIds())[1];
+    await byId(`row-${id}`).getByTestId('action-history').click();
+    const entries = page.locator('[data-testid=history] li[data-version]');
+    await entries.first().waitFor();
+    expect(await entries.first().textContent()).toMatch(/updated.*admin@acme\.test.*credit_limit: 4242 → 888/s);
+    const second = entries.nth(1);
+    expect(await second.textContent()).toMatch(/credit_limit: 777 → 4242/);
+    const version = Number(await second.getAttribute('data-version'));
+    const restored = page.waitForResponse(
+      (r) => r.request().method() === 'POST' && r.url().endsWith(`/api/v1/customers/${id}/restore`),
+    );
+    await second.getByTestId(`restore-v${version}`).click();
+    expect((await restored).status()).toBe(200);
+    await withText('status', new RegExp(`Restored customers ${id} to version ${version} \\(skipped: phone\\)`));
+    await withText(`cell-${id}-credit_limit`, '$4,242.00');
+    await entries.filter({ hasText: /restored/ }).first().waitFor();
+    expect(await entries.first().textContent()).toMatch(/restored.*credit_limit: 888 → 4242/s);
+    await byId('history-close').click();
+    expect(await byId('history').isHidden()).toBe(true);
+  });
+
   step('exports CSV and XLSX and downloads the files', async () => {
     await byId('filter-tier').selectOption('gold');
     await withText('page-info', /· 10 rows/);

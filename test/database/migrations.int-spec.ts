@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../src/database/migrations';
 import {
   ADDED_COLUMNS,
+  AUDIT_HISTORY_COLUMNS,
   EXPORT_TABLES,
   JOB_TABLES,
   TENANT_USAGE_TABLES,
@@ -13,7 +14,7 @@ import {
 } from '../../src/database/schema';
 import { createTestDatabase, migratedDataSource, TestDatabase } from '../support/test-database';
 
-describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime, TenantKeyIndexes, Jobs)', () => {
+describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime, TenantKeyIndexes, Jobs, RecordHistory)', () => {
   let db: TestDatabase;
   let ds: DataSource;
 
@@ -116,12 +117,20 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         'WorkflowRuntime1795478400000',
         'TenantKeyIndexes1795564800000',
         'Jobs1795651200000',
+        'RecordHistory1795824000000',
         'TenantUsage1795910400000',
       ]);
       // Newest first: TenantUsage drops its table only.
       await ds.undoLastMigration({ transaction: 'each' });
       expect(await qr.hasTable('app_tenant_usage')).toBe(false);
       expect(await qr.hasTable('app_jobs')).toBe(true);
+      // Then RecordHistory drops its columns and indexes only.
+      const auditColumns = async () =>
+        ((await qr.getTable('app_audit_logs'))?.columns ?? []).map((c) => c.name);
+      for (const c of AUDIT_HISTORY_COLUMNS) expect(await auditColumns()).toContain(c.name);
+      await ds.undoLastMigration({ transaction: 'each' });
+      for (const c of AUDIT_HISTORY_COLUMNS) expect(await auditColumns()).not.toContain(c.name);
+      expect(await auditColumns()).toContain('aud_before');
       // Then Jobs drops its table only.
       await ds.undoLastMigration({ transaction: 'each' });
       for (const def of JOB_TABLES) expect(await qr.hasTable(def.name)).toBe(false);
@@ -157,6 +166,7 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         'WorkflowRuntime1795478400000',
         'TenantKeyIndexes1795564800000',
         'Jobs1795651200000',
+        'RecordHistory1795824000000',
         'TenantUsage1795910400000',
       ]);
       expect(await indexNames('demo_orders')).toContain('IDX_demo_orders_ord_tenant_id_ord_id');

@@ -49,6 +49,7 @@ describe('OpenAPI contract: every operation, every documented status', () => {
       if (name === 'entity_code') return 'customers';
       if (name === 'dvc_code') return 'customers_grid';
       if (name === 'file_id') return fileId;
+      if (name === 'version') return '1';
       if (name === 'code') {
         if (path.includes('/config/pages/')) return 'customer_form';
         if (path.includes('/config/navigation/')) return 'main';
@@ -242,6 +243,24 @@ describe('OpenAPI contract: every operation, every documented status', () => {
     expect((await send(main, 'PUT', `/api/v1/orders/${o.id}`, admin, staleOrder)).status).toBe(409);
     expect((await send(main, 'DELETE', `/api/v1/orders/${o.id}`, admin)).status).toBe(200);
     expect((await send(main, 'DELETE', `/api/v1/customers/${c.id}`, admin)).status).toBe(200);
+    // History (D56): the list, a version, a restore (and a stale one), an undelete.
+    expect((await send(main, 'GET', `/api/v1/customers/${c.id}/history?limit=2`, admin)).status).toBe(200);
+    expect((await send(main, 'GET', `/api/v1/customers/${c.id}/history/1`, admin)).status).toBe(200);
+    const back = await send(main, 'POST', `/api/v1/customers/${c.id}/restore`, admin, { undelete: true });
+    expect(back.status).toBe(200);
+    const restored = await send(main, 'POST', `/api/v1/customers/${c.id}/restore`, admin, {
+      version: 1,
+      lastModified: back.json.data.record.lastModified,
+    });
+    expect(restored.status).toBe(200);
+    expect(
+      (
+        await send(main, 'POST', `/api/v1/customers/${c.id}/restore`, admin, {
+          version: 1,
+          lastModified: back.json.data.record.lastModified,
+        })
+      ).status,
+    ).toBe(409);
     const user = await send(main, 'POST', '/api/v1/users', root, {
       email_id: 'contract.user@acme.test',
       first_name: 'C',
@@ -464,6 +483,9 @@ describe('OpenAPI contract: every operation, every documented status', () => {
       ['GET', '/api/v1/mongo_customers/1'],
       ['PUT', '/api/v1/mongo_customers/1', { name: 'M', lastModified: null }],
       ['DELETE', '/api/v1/mongo_customers/1'],
+      ['GET', '/api/v1/mongo_customers/1/history'],
+      ['GET', '/api/v1/mongo_customers/1/history/1'],
+      ['POST', '/api/v1/mongo_customers/1/restore', { undelete: true }],
       ['GET', '/api/v1/dataviews/mongo_grid/data'],
       ['POST', '/api/v1/dataviews/mongo_grid/export', { format: 'csv' }],
     ] as const;

@@ -18,7 +18,8 @@ import type { TestDatabase } from '../support/test-database';
 /**
  * The isolation matrix, generated from the registered entity routes: for every route and every
  * demo entity, a user of one tenant tries to read, list, filter, sort, update, delete (with and
- * without cascade), create against, and page through the cache into another tenant's rows.
+ * without cascade), create against, read the history of, restore and undelete (D56), and page
+ * through the cache into another tenant's rows.
  * Every attempt must fail or return only the caller's own rows, and afterwards the victim
  * tenant's rows must be exactly as before. A new entity route without attacks fails the test.
  * One entity lives on an external connection (D3), in a database of another dialect.
@@ -129,7 +130,10 @@ describe('Tenant isolation matrix (generated)', () => {
     ]);
     await remoteCustomersEntity(ds, 'remote_customers', 'erp');
     routes = listRoutes(t.app).filter(
-      (r) => r.controller === 'EntityController' || r.controller === 'EntityWriteController',
+      (r) =>
+        r.controller === 'EntityController' ||
+        r.controller === 'EntityWriteController' ||
+        r.controller === 'EntityHistoryController',
     );
   });
 
@@ -151,6 +155,9 @@ describe('Tenant isolation matrix (generated)', () => {
       'DELETE /api/v1/{entity_code}/{id}',
       'GET /api/v1/records',
       'GET /api/entity/{entity_code}/get',
+      'GET /api/v1/{entity_code}/{id}/history',
+      'GET /api/v1/{entity_code}/{id}/history/{version}',
+      'POST /api/v1/{entity_code}/{id}/restore',
     ]);
     expect(routes.map((r) => `${r.method} ${r.path}`).filter((r) => !known.has(r))).toEqual([]);
     expect(routes.length).toBe(known.size);
@@ -268,6 +275,29 @@ describe('Tenant isolation matrix (generated)', () => {
               fail('POST', (await inject('POST', base, entity.create(victimCustomer))).statusCode);
               break;
             }
+            case 'GET /api/v1/{entity_code}/{id}/history':
+              for (const id of sample)
+                fail(`history ${id}`, (await inject('GET', base.replace('{id}', String(id)))).statusCode);
+              break;
+            case 'GET /api/v1/{entity_code}/{id}/history/{version}':
+              for (const id of sample)
+                for (const version of ['1', '2'])
+                  fail(
+                    `history ${id} v${version}`,
+                    (await inject('GET', base.replace('{id}', String(id)).replace('{version}', version)))
+                      .statusCode,
+                  );
+              break;
+            case 'POST /api/v1/{entity_code}/{id}/restore':
+              for (const id of sample) {
+                const url = base.replace('{id}', String(id));
+                fail(
+                  `restore ${id}`,
+                  (await inject('POST', url, { version: 1, lastModified: new Date().toISOString() })).statusCode,
+                );
+                fail(`undelete ${id}`, (await inject('POST', url, { undelete: true })).statusCode);
+              }
+              break;
             default:
               throw new Error(`No attack defined for ${key}`);
           }

@@ -14,3 +14,4 @@ export * from './tenant-indexes';
 export * from './jobs';
 export * from './tenant-usage';
 export * from './tenant-owned';
+export * from './history';

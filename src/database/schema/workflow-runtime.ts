@@ -1,4 +1,5 @@
 import { ColumnDef, id, IndexDef, int, str, TableDef, ts } from './columns';
+import { AUDIT_HISTORY_COLUMNS } from './history';
 
 /**
  * D49: what the workflow engine adds to the initial schema's wft_* tables (migration
@@ -49,4 +50,5 @@ export const WORKFLOW_STEP_KEYS_TABLE: TableDef = {
 export const ADDED_COLUMNS: Readonly<Record<string, readonly ColumnDef[]>> = {
   wft_instances: WORKFLOW_INSTANCE_COLUMNS,
   wft_queue: WORKFLOW_QUEUE_COLUMNS,
+  app_audit_logs: AUDIT_HISTORY_COLUMNS,
 };

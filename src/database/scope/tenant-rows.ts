@@ -45,6 +45,11 @@ export function livePredicate(column: string, param = '__notDeleted'): ScopeCond
   return { sql: `(${column} = :${param} OR ${column} IS NULL)`, params: { [param]: 0 } };
 }
 
+/** Soft-deleted rows (D56's undelete): the flag set. */
+export function deletedPredicate(column: string, param = '__deleted'): ScopeCondition {
+  return { sql: `${column} = :${param}`, params: { [param]: 1 } };
+}
+
 /** Active rows: status 1, a NULL status counting as active (spec §4.3 rules 4-5). */
 export function activePredicate(column: string): ScopeCondition {
   return { sql: `COALESCE(${column}, 1) = 1`, params: {} };

@@ -9,6 +9,9 @@ import { CreateRecord } from './create-record';
 import { DeleteRecord } from './delete-record';
 import { ListRecords, PageRecords, ReadRecord } from './read-records';
 import { UpdateRecord } from './update-record';
+import { RecordHistory } from './record-history';
+import { RestoreVersion } from './restore-record';
+import { UndeleteRecord } from './undelete-record';
 
 /**
  * Every records use case takes the access decision itself (D47, issue 22): a caller the guards
@@ -134,6 +137,37 @@ const WALK: Record<string, { internal: string[]; calls: Record<string, [string, 
       ],
     },
   },
+  RecordHistory: {
+    internal: [],
+    calls: {
+      list: [
+        'read',
+        (ctx) => new RecordHistory(untouchable, untouchable).list(ctx, 1, { limit: 1, skip: 0 }),
+      ],
+      atVersion: ['read', (ctx) => new RecordHistory(untouchable, untouchable).atVersion(ctx, 1, 1)],
+      stored: ['read', (ctx) => new RecordHistory(untouchable, untouchable).stored(ctx, 1, 1)],
+      assertVisible: ['read', (ctx) => new RecordHistory(untouchable, untouchable).assertVisible(ctx, 1)],
+    },
+  },
+  RestoreVersion: {
+    internal: [],
+    calls: {
+      execute: [
+        'update',
+        (ctx) => new RestoreVersion(untouchable, untouchable).execute(ctx, 1, 1, { ms: 1 }),
+      ],
+    },
+  },
+  UndeleteRecord: {
+    internal: ['undeleteSet', 'assertMayDelete', 'membersOf', 'uniqueLockNames', 'missingReferences'],
+    calls: {
+      execute: [
+        'delete',
+        (ctx) =>
+          new UndeleteRecord(untouchable, untouchable, untouchable, untouchable, untouchable).execute(ctx, 1),
+      ],
+    },
+  },
 };
 
 const CLASSES: Record<string, { prototype: object }> = {
@@ -144,6 +178,9 @@ const CLASSES: Record<string, { prototype: object }> = {
   CreateRecord,
   UpdateRecord,
   DeleteRecord,
+  RecordHistory,
+  RestoreVersion,
+  UndeleteRecord,
 };
 
 async function refusal(call: Call, ctx: RecordContext): Promise<unknown> {

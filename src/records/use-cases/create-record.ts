@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { assertCanPerform } from '../../profile/access/can-perform';
 import { ValidationError } from '../../common/errors/app-error';
@@ -51,7 +52,11 @@ export class CreateRecord {
       // The row as stored (defaults, rounding), read back in the transaction.
       const stored = await s.repository.load(tx.data, entity, writeScope(ctx, entity, policy), fields, newId);
       const after = stored ? s.typed(fields, stored.fields) : s.snapshot(entity, newId, checked.values);
-      const auditEntry = s.entry(ctx, 'entity.created', newId, null, after, now);
+      const auditEntry = s.entry(ctx, 'entity.created', newId, null, after, now, {
+        version: 1,
+        changed: Object.keys(after).filter((k) => after[k] !== null && after[k] !== undefined),
+        operationId: randomUUID(),
+      });
       await s.recordAudit(ctx, tx.config, auditEntry);
       await hooks.beforeCommit?.(tx, newId);
       return { id: newId, entry: auditEntry, record: after };

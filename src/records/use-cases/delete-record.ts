@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { AuthorizationError, ConflictError, NotFoundError } from '../../common/errors/app-error';
 import { isRecordId } from '../values';
@@ -8,7 +9,7 @@ import type { EntityInfo } from '../../registry/registry.types';
 import { CascadePlanner } from '../cascade-planner';
 import type { RecordContext } from '../record-context';
 import { tenantScope, writeScope } from '../scope';
-import { RecordWriteSupport, snapshotFields } from './write-support';
+import { RecordWriteSupport, snapshotFields, versionAfter } from './write-support';
 
 export interface DeleteResult {
   success: true;
@@ -81,7 +82,12 @@ export class DeleteRecord {
       const cascaded = plan.cascade.map((c) => ({ entity: c.entity.code, ids: c.rows.map((r) => r.id) }));
       const before = s.typed(fields, existing.fields);
       const after = { deleted_by: ctx.user.email, deleted_at: deletedAt, cascaded };
-      const auditEntry = s.entry(ctx, 'entity.deleted', id, before, after, at);
+      const operationId = randomUUID();
+      const auditEntry = s.entry(ctx, 'entity.deleted', id, before, after, at, {
+        version: versionAfter(existing.auditRaw),
+        changed: [],
+        operationId,
+      });
       await s.recordAudit(ctx, tx.config, auditEntry);
       // Every cascaded row gets an audit row of its own, pointing back at the parent.
       for (const step of plan.cascade) {
@@ -90,6 +96,7 @@ export class DeleteRecord {
             ...auditEntry,
             entityCode: step.entity.code,
             recordId: row.id,
+            version: versionAfter(row.auditRaw),
             before: null,
             after: {
               deleted_by: ctx.user.email,

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { assertCanPerform } from '../../profile/access/can-perform';
 import { FieldError, NotFoundError, ValidationError } from '../../common/errors/app-error';
@@ -17,6 +18,11 @@ import {
   snapshotFields,
 } from './write-support';
 
+/** How an update is recorded: a restore of an earlier version is its own audit event (D56). */
+export interface UpdateOptions {
+  event?: 'entity.updated' | 'entity.restored';
+}
+
 /**
  * Update a record (spec §4.3 update rules 1-6, D24, D43, D46): the row is loaded in the caller's
  * write scope, values echoed back as read are ignored, the token must match (a NULL one only
@@ -33,6 +39,7 @@ export class UpdateRecord {
     body: unknown,
     expected: ExpectedToken,
     hooks: WriteHooks = {},
+    options: UpdateOptions = {},
   ): Promise<Row> {
     assertCanPerform('update', ctx);
     const { entity, policy } = ctx;
@@ -81,7 +88,8 @@ export class UpdateRecord {
       const audit = parseJsonObject(existing.auditRaw);
       audit.updated_by = ctx.user.email;
       audit.updated_at = new Date(at).toISOString();
-      audit.version = nextVersion(audit.version);
+      const version = nextVersion(audit.version);
+      audit.version = version;
       set[entity.columns.auditData] = JSON.stringify(audit);
       set[entity.columns.lastModified] = toDbTimestamp(at);
       // Rule 4: scoped by id, tenant and not deleted, and a compare-and-set on the value just read.
@@ -102,7 +110,11 @@ export class UpdateRecord {
         : { ...before, ...s.snapshot(entity, id, values) };
       // Write-only inputs are never stored in the audit, but that they changed is.
       for (const secret of secrets) after[secret.input] = '[changed]';
-      const auditEntry = s.entry(ctx, 'entity.updated', id, before, after, at);
+      const auditEntry = s.entry(ctx, options.event ?? 'entity.updated', id, before, after, at, {
+        version,
+        changed: [...changed.map((v) => v.field.name), ...secrets.map((x) => x.input)],
+        operationId: randomUUID(),
+      });
       await s.recordAudit(ctx, tx.config, auditEntry);
       await hooks.beforeCommit?.(tx, id);
       return { entry: auditEntry, record: after, token: new Date(at).toISOString() };

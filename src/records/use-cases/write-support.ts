@@ -33,7 +33,20 @@ export const EVENT_TYPE = {
   'entity.created': 'created',
   'entity.updated': 'updated',
   'entity.deleted': 'deleted',
+  'entity.restored': 'updated',
 } as const;
+
+/** What an audit entry says about the record besides its values (D56). */
+export interface EntryMeta {
+  version: number;
+  changed: string[];
+  operationId: string;
+}
+
+/** The record's version after a write of a row whose audit data is `auditRaw` (D56). */
+export function versionAfter(auditRaw: unknown): number {
+  return nextVersion(parseJsonObject(auditRaw).version);
+}
 
 /** The identity of a unique value: e-mail addresses compare case-blind (as existsWithValue does). */
 export function uniqueKey(field: FieldDef, dbValue: unknown): string {
@@ -289,8 +302,11 @@ export class RecordWriteSupport {
     before: Row | null,
     after: Row | null,
     at: number,
+    meta: EntryMeta,
   ): EntityAuditEntry {
     return {
+      ...meta,
+      userEmail: ctx.user.email,
       event,
       tenantId: ctx.tenantId,
       userId: ctx.user.userId,
@@ -317,10 +333,12 @@ export class RecordWriteSupport {
     ctx: RecordContext,
     entry: EntityAuditEntry,
     changed: Array<{ entity: EntityInfo; ids: number[] }>,
+    eventType?: (typeof EVENT_TYPE)[keyof typeof EVENT_TYPE] | 'created',
   ): Promise<void> {
     if (auditWanted(ctx.policy.audit, entry.event)) this.audit.log(entry);
-    // D37's event type: entity.created → created, and so on (cascaded rows are deleted too).
-    const type = EVENT_TYPE[entry.event];
+    // D37's event type: entity.created → created, and so on (cascaded rows are deleted too); an
+    // undelete announces its rows as created (they are back in every list).
+    const type = eventType ?? EVENT_TYPE[entry.event];
     for (const x of changed) await this.caches.invalidate(ctx.tenantId, x.entity.code, x.ids, type);
   }
 
