@@ -12,9 +12,18 @@ import { CreateRecord } from './use-cases/create-record';
 import { DeleteRecord } from './use-cases/delete-record';
 import { ListRecords, PageRecords, ReadRecord } from './use-cases/read-records';
 import { UpdateRecord } from './use-cases/update-record';
+import { BulkRecords } from './use-cases/bulk-records';
 import { RecordWriteSupport } from './use-cases/write-support';
 
-const USE_CASES = [ReadRecord, ListRecords, PageRecords, CreateRecord, UpdateRecord, DeleteRecord];
+const USE_CASES = [
+  ReadRecord,
+  ListRecords,
+  PageRecords,
+  CreateRecord,
+  UpdateRecord,
+  DeleteRecord,
+  BulkRecords,
+];
 
 /**
  * The HTTP-free data core (D47): every read and write of tenant data — entity routes, dataviews,

@@ -9,6 +9,7 @@ import { CreateRecord } from './create-record';
 import { DeleteRecord } from './delete-record';
 import { ListRecords, PageRecords, ReadRecord } from './read-records';
 import { UpdateRecord } from './update-record';
+import { BulkRecords } from './bulk-records';
 
 /**
  * Every records use case takes the access decision itself (D47, issue 22): a caller the guards
@@ -116,13 +117,25 @@ const WALK: Record<string, { internal: string[]; calls: Record<string, [string, 
     },
   },
   CreateRecord: {
-    internal: [],
-    calls: { execute: ['create', (ctx) => new CreateRecord(untouchable).execute(ctx, { name: 'x' })] },
+    internal: ['answer'],
+    calls: {
+      execute: ['create', (ctx) => new CreateRecord(untouchable).execute(ctx, { name: 'x' })],
+      prepare: ['create', (ctx) => new CreateRecord(untouchable).prepare(ctx, { name: 'x', email: 'x@acme.test' })],
+      inTransaction: [
+        'create',
+        (ctx) => new CreateRecord(untouchable).inTransaction(ctx, untouchable, untouchable),
+      ],
+    },
   },
   UpdateRecord: {
-    internal: [],
+    internal: ['answer'],
     calls: {
       execute: ['update', (ctx) => new UpdateRecord(untouchable).execute(ctx, 1, { name: 'x' }, { ms: 1 })],
+      prepare: ['update', (ctx) => new UpdateRecord(untouchable).prepare(ctx, 1, { name: 'x' }, { ms: 1 })],
+      inTransaction: [
+        'update',
+        (ctx) => new UpdateRecord(untouchable).inTransaction(ctx, untouchable, untouchable),
+      ],
     },
   },
   DeleteRecord: {
@@ -131,6 +144,36 @@ const WALK: Record<string, { internal: string[]; calls: Record<string, [string, 
       execute: [
         'delete',
         (ctx) => new DeleteRecord(untouchable, untouchable, untouchable).execute(ctx, 1, { cascade: false }),
+      ],
+      // Checks only: once allowed it reaches nothing and answers nothing.
+      prepare: [
+        'delete',
+        (ctx) => {
+          new DeleteRecord(untouchable, untouchable, untouchable).prepare(ctx, 1);
+          throw new Error('is not a function: nothing to reach after the decision');
+        },
+      ],
+      inTransaction: [
+        'delete',
+        (ctx) =>
+          new DeleteRecord(untouchable, untouchable, untouchable).inTransaction(ctx, untouchable, 1, {
+            cascade: false,
+          }),
+      ],
+    },
+  },
+  BulkRecords: {
+    internal: ['prepareAll', 'prepare'],
+    calls: {
+      execute: [
+        'update',
+        (ctx) =>
+          new BulkRecords(untouchable, untouchable, untouchable, untouchable).execute(ctx, {
+            operation: 'update',
+            rows: [{ id: 1, body: { name: 'x' }, expected: { ms: 1 } }],
+            cascade: false,
+            allOrNone: false,
+          }),
       ],
     },
   },
@@ -144,6 +187,7 @@ const CLASSES: Record<string, { prototype: object }> = {
   CreateRecord,
   UpdateRecord,
   DeleteRecord,
+  BulkRecords,
 };
 
 async function refusal(call: Call, ctx: RecordContext): Promise<unknown> {
