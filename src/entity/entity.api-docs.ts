@@ -245,7 +245,9 @@ export const BULK_ROW_RESULT_SCHEMA: SchemaObject = {
       properties: {
         code: { type: 'string', example: 'CONFLICT' },
         message: { type: 'string' },
-        details: { nullable: true },
+        details: {
+          description: 'The single route’s error details (field errors, the current lastModified…) or null',
+        },
       },
     },
     lastModified: { type: 'string', format: 'date-time', description: 'The written record’s new token' },

@@ -219,6 +219,24 @@ describe('OpenAPI contract: every operation, every documented status', () => {
       { credit_limit: 1600 },
     );
     expect(saved.status).toBe(200);
+    // Bulk (D51): a result per row (200), all-or-none with a stale row (409).
+    const bulkSaved = await send(main, 'POST', '/api/v1/customers/bulk', admin, {
+      operation: 'update',
+      records: [
+        { id: c.id, lastModified: saved.json.data.lastModified, credit_limit: 1650 },
+        { id: c.id + 100000, lastModified: c.lastModified, tier: 'gold' },
+      ],
+    });
+    expect(bulkSaved.status).toBe(200);
+    expect(
+      (
+        await send(main, 'POST', '/api/v1/customers/bulk', admin, {
+          operation: 'update',
+          allOrNone: true,
+          records: [{ id: c.id, lastModified: c.lastModified, credit_limit: 1 }],
+        })
+      ).status,
+    ).toBe(409);
     expect(
       (await send(main, 'PUT', `/api/v1/customers/${c.id}`, admin, { ...c, credit_limit: 1 })).status,
     ).toBe(409);
@@ -445,6 +463,7 @@ describe('OpenAPI contract: every operation, every documented status', () => {
       ['GET', '/api/v1/mongo_customers/1'],
       ['PUT', '/api/v1/mongo_customers/1', { name: 'M', lastModified: null }],
       ['DELETE', '/api/v1/mongo_customers/1'],
+      ['POST', '/api/v1/mongo_customers/bulk', { operation: 'delete', ids: [1] }],
       ['GET', '/api/v1/dataviews/mongo_grid/data'],
       ['POST', '/api/v1/dataviews/mongo_grid/export', { format: 'csv' }],
     ] as const;
