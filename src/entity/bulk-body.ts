@@ -98,6 +98,8 @@ export interface BulkRowAnswer {
   status: number;
   error?: { code: string; message: string; details: unknown };
   lastModified?: string;
+  /** A workflow action's row (D52): the instance it started. */
+  instanceId?: number;
 }
 
 export interface BulkAnswer {
@@ -113,6 +115,7 @@ export interface BulkAnswer {
  */
 export function bulkAnswer(result: BulkResult): BulkAnswer {
   const created = result.operation === 'create';
+  const success = created ? 201 : result.operation === 'workflow' ? 202 : 200;
   const results = result.rows.map((row): BulkRowAnswer => {
     if (!row.ok)
       return {
@@ -122,13 +125,13 @@ export function bulkAnswer(result: BulkResult): BulkAnswer {
         error: { code: row.error.code, message: row.error.message, details: row.error.details ?? null },
       };
     // Rolled back: the row would have succeeded, but nothing was written, so there is no new id or token.
-    if (!result.committed)
-      return { index: row.index, id: created ? null : row.id, status: created ? 201 : 200 };
+    if (!result.committed) return { index: row.index, id: created ? null : row.id, status: success };
     return {
       index: row.index,
       id: row.id,
-      status: created ? 201 : 200,
+      status: success,
       ...(row.lastModified ? { lastModified: row.lastModified } : {}),
+      ...(row.instanceId !== undefined ? { instanceId: row.instanceId } : {}),
     };
   });
   if (!result.committed) {

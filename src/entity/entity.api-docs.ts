@@ -236,8 +236,8 @@ export const BULK_ROW_RESULT_SCHEMA: SchemaObject = {
     },
     status: {
       type: 'integer',
-      enum: [200, 201, 400, 403, 404, 409],
-      description: 'The single route’s status',
+      enum: [200, 201, 202, 400, 403, 404, 409],
+      description: 'The single route’s status (202: a workflow action started the row’s instance)',
     },
     error: {
       type: 'object',
@@ -251,6 +251,7 @@ export const BULK_ROW_RESULT_SCHEMA: SchemaObject = {
       },
     },
     lastModified: { type: 'string', format: 'date-time', description: 'The written record’s new token' },
+    instanceId: { type: 'integer', description: 'A workflow action’s row (D52): the instance it started' },
   },
 };
 

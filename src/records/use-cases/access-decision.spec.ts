@@ -120,7 +120,10 @@ const WALK: Record<string, { internal: string[]; calls: Record<string, [string, 
     internal: ['answer'],
     calls: {
       execute: ['create', (ctx) => new CreateRecord(untouchable).execute(ctx, { name: 'x' })],
-      prepare: ['create', (ctx) => new CreateRecord(untouchable).prepare(ctx, { name: 'x', email: 'x@acme.test' })],
+      prepare: [
+        'create',
+        (ctx) => new CreateRecord(untouchable).prepare(ctx, { name: 'x', email: 'x@acme.test' }),
+      ],
       inTransaction: [
         'create',
         (ctx) => new CreateRecord(untouchable).inTransaction(ctx, untouchable, untouchable),

@@ -38,11 +38,20 @@ export interface BulkInput {
 
 /** A row's outcome: the record as the single route answers it, or the domain error it met. */
 export type BulkRowOutcome =
-  | { index: number; id: number | null; ok: true; record: Row | null; lastModified: string | null }
+  | {
+      index: number;
+      id: number | null;
+      ok: true;
+      record: Row | null;
+      lastModified: string | null;
+      /** A workflow action's row (D52): the instance it started. */
+      instanceId?: number;
+    }
   | { index: number; id: number | null; ok: false; error: AppError };
 
 export interface BulkResult {
-  operation: BulkOperation;
+  /** workflow: a dataview action starting one instance per row (D52), answered like a bulk. */
+  operation: BulkOperation | 'workflow';
   /** false when allOrNone rolled everything back because a row failed. */
   committed: boolean;
   rows: BulkRowOutcome[];
