@@ -183,11 +183,11 @@ export class DataviewActions {
     ifMatch: string | string[] | undefined,
   ): Promise<Row> {
     const def = await this.configs.get(actor.tenantId, code);
+    const ctx = await this.contexts.forSource(actor, def.sourceEntity);
     const inline = inlineEditOf(def.config);
     if (!inline.enableInlineEdit) throw new NotFoundError(`Dataview ${code} has no inline editing`);
     if (typeof body !== 'object' || body === null || Array.isArray(body))
       throw new ValidationError('Validation failed', [{ field: 'body', error: 'must be an object' }]);
-    const ctx = await this.contexts.forSource(actor, def.sourceEntity);
     assertCanPerform('update', ctx);
     const editable = editableFieldCodes(def.config, inline);
     const writable = new Set(writableFieldNames(ctx.policy, ctx.entity.fields));

@@ -128,7 +128,8 @@ export class DataviewConfigService {
    */
   private async actionsServable(tenantId: string, def: DataviewDefinition): Promise<boolean> {
     const entity = await this.registry.resolve(tenantId, def.sourceEntity);
-    const { problems } = actionsOf(def.config, entity?.fields);
+    // An entity the service cannot serve (D26) has no fields to check against: its routes say 501.
+    const { problems } = actionsOf(def.config, entity?.supported ? entity.fields : undefined);
     if (problems.length === 0) return true;
     this.logger.error(
       { dataviewId: def.id, code: def.code, tenantId, problems },
