@@ -45,12 +45,33 @@ export interface FilterOption {
 export interface DataviewConfig {
   dataviewName?: string;
   source: { entityCode: string; primaryKey: string };
-  display?: { pageSize?: number; paginationType?: string };
+  display?: {
+    pageSize?: number;
+    paginationType?: string;
+    enableRowSelection?: boolean;
+    selectionMode?: string;
+  };
   columns: GridColumn[];
   filters?: { enableFiltering?: boolean; filterOptions?: FilterOption[] };
   sorting?: { enableSorting?: boolean; defaultSort?: SortKey[]; allowMultiSort?: boolean };
   grouping?: { enableGrouping?: boolean; defaultGroupBy?: string | null; groupableColumns?: string[] };
   export?: { enableExport?: boolean; exportFormats?: string[] };
+  actions?: { enableBulkActions?: boolean; bulkActions?: BulkAction[] };
+}
+
+/** A configured bulk action (D52); only those with an `operation` are run by the server. */
+export interface BulkAction {
+  actionId: string;
+  actionName: string;
+  operation?: 'update' | 'delete' | 'workflow';
+  requireConfirm?: boolean;
+}
+
+/** The answer of a bulk action (D51's shape): a result per row. */
+export interface BulkResult {
+  results: { index: number; id: number | null; status: number; error?: { code: string; message: string } }[];
+  succeeded: number;
+  failed: number;
 }
 
 export interface SortKey {
@@ -198,6 +219,15 @@ export class PageApi {
     });
     if (!result.response.ok) envelope({ ...result, error: await errorOf(result.error) });
     return result.data as unknown as Blob;
+  }
+
+  /** Runs a configured bulk action on the selected rows (D52). */
+  async runAction(code: string, actionId: string, ids: number[], confirm: boolean): Promise<BulkResult> {
+    const result = await this.client.api.POST('/api/v1/dataviews/{dvc_code}/actions/{actionId}', {
+      params: { path: { dvc_code: code, actionId } },
+      body: { ids, ...(confirm ? { confirm: true } : {}) },
+    });
+    return envelope(result).data as BulkResult;
   }
 
   async workflows(): Promise<WorkflowSummary[]> {

@@ -8,6 +8,7 @@
 import {
   describe,
   PageApi,
+  type BulkAction,
   type DataPage,
   type DataQuery,
   type DataviewConfig,
@@ -241,6 +242,14 @@ class Grid {
   private readonly groupList = h('div', { class: 'groups', 'data-testid': 'groups' });
   private page: DataPage = { rows: [], pagination: { pageSize: 25 }, aggregates: {} };
   private editing: string | null = null;
+  /** Rows ticked for a bulk action (D52), by key; kept across pages until an action runs. */
+  private readonly checked = new Set<string>();
+  private readonly bulkButtons: HTMLButtonElement[] = [];
+  private readonly bulkResult = h('div', {
+    class: 'bulk-result',
+    hidden: true,
+    'data-testid': 'bulk-result',
+  });
   selected: Row | null = null;
   onSelect: (row: Row) => void = () => undefined;
   private readonly money: Intl.NumberFormat;
@@ -269,6 +278,7 @@ class Grid {
       this.element,
       h('h2', {}, config.dataviewName ?? DATAVIEW),
       this.toolbar(),
+      this.bulkResult,
       this.conflict,
       this.groupList,
       h('div', { class: 'table-wrap' }, this.table),
@@ -367,7 +377,67 @@ class Grid {
         parts.push(button);
       }
     }
+    if (this.multiSelect && this.config.actions?.enableBulkActions) {
+      for (const action of this.config.actions.bulkActions ?? []) {
+        if (!action.operation) continue; // the client's own (export_selected): not run here
+        const button = h(
+          'button',
+          { type: 'button', 'data-testid': `bulk-${action.actionId}`, disabled: true },
+          action.actionName,
+        );
+        button.addEventListener('click', () => void this.runBulk(action, button));
+        this.bulkButtons.push(button);
+        parts.push(button);
+      }
+    }
     return h('div', { class: 'toolbar' }, parts);
+  }
+
+  private get multiSelect(): boolean {
+    return (
+      this.config.display?.enableRowSelection === true && this.config.display.selectionMode === 'multiple'
+    );
+  }
+
+  private updateBulkButtons(): void {
+    for (const b of this.bulkButtons) b.disabled = this.checked.size === 0;
+  }
+
+  /** D52: the action on the ticked rows; a confirmation first where the action requires it. */
+  private async runBulk(action: BulkAction, button: HTMLButtonElement): Promise<void> {
+    const ids = [...this.checked].map(Number);
+    if (ids.length === 0) return;
+    if (action.requireConfirm && !window.confirm(`${action.actionName}: ${ids.length} row(s)?`)) return;
+    button.disabled = true;
+    try {
+      const result = await api.runAction(DATAVIEW, action.actionId, ids, action.requireConfirm === true);
+      const failures = result.results.filter((r) => r.error);
+      mount(
+        this.bulkResult,
+        h('strong', {}, `${action.actionName}: ${result.succeeded} succeeded, ${result.failed} failed`),
+        failures.length
+          ? h(
+              'ul',
+              {},
+              failures.map((f) =>
+                h(
+                  'li',
+                  { 'data-testid': `bulk-failure-${f.id}` },
+                  `#${f.id}: ${f.status} ${f.error?.message ?? ''}`,
+                ),
+              ),
+            )
+          : null,
+      );
+      this.bulkResult.hidden = false;
+      this.checked.clear();
+      await this.reload();
+    } catch (err) {
+      const e = describe(err);
+      if (e.status !== 401) this.setStatus(problem(e), 'error');
+    } finally {
+      this.updateBulkButtons();
+    }
   }
 
   private readFilters: () => Filter[] = () => [];
@@ -448,6 +518,7 @@ class Grid {
     const head = h(
       'tr',
       {},
+      this.multiSelect ? h('th', { class: 'select' }, this.selectAllBox()) : null,
       this.columns.map((column) => {
         const direction = sortOf(column.fieldCode);
         const sortable =
@@ -474,6 +545,7 @@ class Grid {
       ? h(
           'tr',
           { class: 'aggregates', 'data-testid': 'aggregates' },
+          this.multiSelect ? h('td', {}) : null,
           this.columns.map((c) =>
             h(
               'td',
@@ -505,6 +577,20 @@ class Grid {
       for (const other of tr.parentElement?.children ?? []) other.classList.remove('selected');
       tr.classList.add('selected');
     });
+    if (this.multiSelect) {
+      const box = h('input', {
+        type: 'checkbox',
+        'data-testid': `select-${id}`,
+        'aria-label': `Select ${id}`,
+      });
+      box.checked = this.checked.has(id);
+      box.addEventListener('change', () => {
+        if (box.checked) this.checked.add(id);
+        else this.checked.delete(id);
+        this.updateBulkButtons();
+      });
+      tr.append(h('td', { class: 'select' }, box));
+    }
     for (const column of this.columns) {
       const td = h('td', {
         class: `align-${column.align ?? 'left'}`,
@@ -522,6 +608,26 @@ class Grid {
       tr.append(td);
     }
     return tr;
+  }
+
+  /** Ticks (or clears) every row of the page shown. */
+  private selectAllBox(): HTMLInputElement {
+    const ids = this.page.rows.map((r) => String(r[this.key]));
+    const box = h('input', {
+      type: 'checkbox',
+      'data-testid': 'select-all',
+      'aria-label': 'Select all rows',
+    });
+    box.checked = ids.length > 0 && ids.every((id) => this.checked.has(id));
+    box.addEventListener('change', () => {
+      for (const id of ids) {
+        if (box.checked) this.checked.add(id);
+        else this.checked.delete(id);
+      }
+      this.render();
+      this.updateBulkButtons();
+    });
+    return box;
   }
 
   private isEditable(column: GridColumn, row: Row): boolean {

@@ -95,6 +95,7 @@ describe('reference page through the tenant proxy (browser)', () => {
     await signIn();
     const headers = await page.locator('[data-testid=grid-table] thead th').allTextContents();
     expect(headers.map((h) => h.replace(/[▲▼]/g, '').trim())).toEqual([
+      '', // the row selection column (display.selectionMode multiple)
       'Name',
       'E-mail',
       'Tier',
@@ -277,6 +278,46 @@ describe('reference page through the tenant proxy (browser)', () => {
     expect((await started).status()).toBe(202);
     await page.locator('[data-testid=workflow-status][data-status=COMPLETED]').waitFor({ timeout: 20_000 });
     await withText('workflow-status', /COMPLETED instance \d+ · customer_onboarding v\d+/);
+  });
+
+  step('runs bulk actions on ticked rows: a per-row summary, a confirmation where required', async () => {
+    const ids = (await rowIds()).slice(3, 5);
+    expect(await byId('bulk-make_silver').isDisabled()).toBe(true); // nothing ticked yet
+    for (const id of ids) await byId(`select-${id}`).check();
+    const acted = page.waitForResponse((r) =>
+      r.url().includes('/dataviews/customers_grid/actions/make_silver'),
+    );
+    await clickAndLoad(byId('bulk-make_silver'));
+    expect((await acted).request().postDataJSON()).toEqual({ ids: ids.map(Number) });
+    await withText('bulk-result', 'Make silver: 2 succeeded, 0 failed');
+    for (const id of ids) expect(await byId(`cell-${id}-tier`).textContent()).toBe('silver');
+
+    // A customer of its own to delete (demo customers have orders: 409 dependents_exist).
+    const created = await rig.t.app.inject({
+      method: 'POST',
+      url: '/api/v1/customers',
+      headers: authHeaders(TENANT.acme, token),
+      payload: { name: 'Bulk Target', email: 'bulk-target@acme.example', tier: 'bronze' },
+    });
+    expect(created.statusCode).toBe(201);
+    const target = String(created.json().data.id);
+    await byId('search').fill('Bulk Target');
+    await clickAndLoad(byId('search'), 'Enter');
+    await byId(`select-${target}`).check();
+    let sent = 0;
+    page.on('request', (r) => {
+      if (r.url().includes('/actions/delete_selected')) sent++;
+    });
+    page.once('dialog', (dialog) => void dialog.dismiss());
+    await byId('bulk-delete_selected').click();
+    expect(sent).toBe(0); // dismissed: nothing was sent
+    page.once('dialog', (dialog) => void dialog.accept());
+    await clickAndLoad(byId('bulk-delete_selected'));
+    expect(sent).toBe(1);
+    await withText('bulk-result', 'Delete: 1 succeeded, 0 failed');
+    expect(await rowIds()).not.toContain(target);
+    await byId('search').fill('');
+    await clickAndLoad(byId('search'), 'Enter');
   });
 
   step('returns to the login screen after logout', async () => {
