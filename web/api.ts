@@ -57,6 +57,7 @@ export interface DataviewConfig {
   grouping?: { enableGrouping?: boolean; defaultGroupBy?: string | null; groupableColumns?: string[] };
   export?: { enableExport?: boolean; exportFormats?: string[] };
   actions?: { enableBulkActions?: boolean; bulkActions?: BulkAction[] };
+  inlineEditing?: { enableInlineEdit?: boolean; editableColumns?: string[]; saveOnBlur?: boolean };
 }
 
 /** A configured bulk action (D52); only those with an `operation` are run by the server. */
@@ -107,6 +108,9 @@ export interface DataQuery {
   search: string;
   groupBy?: string;
   groupKey?: string;
+  /** A cursor grid (display.paginationType cursor): pages by cursor, not by page number. */
+  cursorPaging?: boolean;
+  cursor?: string;
 }
 
 export interface WorkflowSummary {
@@ -165,7 +169,11 @@ export class PageApi {
   private async dataRaw(code: string, q: DataQuery): Promise<Envelope> {
     // Groups are answered whole (no page); the rows of one group (groupKey) are paged as usual.
     const query: Record<string, string | number> =
-      q.groupBy && q.groupKey === undefined ? {} : { page: q.page, pageSize: q.pageSize };
+      q.groupBy && q.groupKey === undefined
+        ? {}
+        : q.cursorPaging
+          ? { pageSize: q.pageSize, ...(q.cursor ? { cursor: q.cursor } : {}) }
+          : { page: q.page, pageSize: q.pageSize };
     if (q.filters.length) query.filters = JSON.stringify(q.filters);
     if (q.sort.length) query.sort = JSON.stringify(q.sort);
     if (q.search) query.search = q.search;
@@ -219,6 +227,20 @@ export class PageApi {
     });
     if (!result.response.ok) envelope({ ...result, error: await errorOf(result.error) });
     return result.data as unknown as Blob;
+  }
+
+  /** Inline edit (D52): the changed fields of one row; answers the row as the grid shows it. */
+  async editRow(
+    code: string,
+    id: string,
+    changes: Record<string, unknown>,
+    lastModified: string,
+  ): Promise<Row> {
+    const result = await this.client.api.PATCH('/api/v1/dataviews/{dvc_code}/rows/{id}', {
+      params: { path: { dvc_code: code, id: Number(id) } },
+      body: { ...changes, lastModified },
+    });
+    return envelope(result).data as Row;
   }
 
   /** Runs a configured bulk action on the selected rows (D52). */

@@ -244,6 +244,10 @@ class Grid {
   private editing: string | null = null;
   /** Rows ticked for a bulk action (D52), by key; kept across pages until an action runs. */
   private readonly checked = new Set<string>();
+  /** Cursor grids: the cursors of the pages before this one (Previous goes back through them). */
+  private readonly cursorTrail: (string | undefined)[] = [];
+  /** Inline editing (D52): the field codes editableColumns names (column ids or field codes). */
+  private readonly inlineFields = new Set<string>();
   private readonly bulkButtons: HTMLButtonElement[] = [];
   private readonly bulkResult = h('div', {
     class: 'bulk-result',
@@ -262,7 +266,11 @@ class Grid {
     this.columns = columnsOf(config);
     this.key = config.source.primaryKey;
     this.entity = config.source.entityCode;
+    if (config.inlineEditing?.enableInlineEdit)
+      for (const c of config.inlineEditing.editableColumns ?? [])
+        this.inlineFields.add(config.columns.find((col) => col.columnId === c)?.fieldCode ?? c);
     this.state = {
+      cursorPaging: config.display?.paginationType === 'cursor',
       page: 0,
       pageSize: config.display?.pageSize ?? 25,
       filters: [],
@@ -443,7 +451,8 @@ class Grid {
   private readFilters: () => Filter[] = () => [];
 
   private apply(change: Partial<GridState>): void {
-    Object.assign(this.state, change, { page: 0, filters: this.readFilters() });
+    this.cursorTrail.length = 0;
+    Object.assign(this.state, change, { page: 0, cursor: undefined, filters: this.readFilters() });
     void this.reload();
   }
 
@@ -598,6 +607,8 @@ class Grid {
       });
       if (column.columnType === 'actions') {
         mount(td, editing ? this.editButtons(row, inputs) : this.actionButtons(row, column));
+      } else if (!editing && column.fieldCode && this.inlineFields.has(column.fieldCode)) {
+        mount(td, this.inlineEditor(column, row));
       } else if (editing && this.isEditable(column, row)) {
         const input = this.editor(column, row[column.fieldCode as string]);
         inputs.set(column.fieldCode as string, input);
@@ -608,6 +619,26 @@ class Grid {
       tr.append(td);
     }
     return tr;
+  }
+
+  /** D52: an editable cell saves itself when it changes (saveOnBlur: on change of a select, on blur of an input). */
+  private inlineEditor(column: GridColumn, row: Row): HTMLInputElement | HTMLSelectElement {
+    const id = String(row[this.key]);
+    const code = column.fieldCode as string;
+    const editor = this.editor(column, row[code]);
+    editor.setAttribute('data-testid', `inline-${id}-${code}`);
+    editor.setAttribute('aria-label', `${column.columnName} of ${id}`);
+    editor.addEventListener('change', () => {
+      const before = row[code];
+      const value =
+        column.columnType === 'numeric' || typeof before === 'number'
+          ? editor.value === ''
+            ? null
+            : Number(editor.value)
+          : editor.value;
+      if (value !== before) void this.save(row, { [code]: value }, row.lastModified ?? '');
+    });
+    return editor;
   }
 
   /** Ticks (or clears) every row of the page shown. */
@@ -711,6 +742,15 @@ class Grid {
       return;
     }
     try {
+      if (this.inlineFields.size > 0) {
+        // The answer is the row as the grid shows it: it replaces the row in place.
+        const saved = await api.editRow(DATAVIEW, id, changes, lastModified);
+        this.page.rows = this.page.rows.map((r) => (String(r[this.key]) === id ? saved : r));
+        this.hideConflict();
+        this.setStatus(`Saved ${this.entity} ${id}`);
+        this.render();
+        return;
+      }
       await api.client.saveRecord(this.entity, id, changes, lastModified);
       this.hideConflict();
       this.setStatus(`Saved ${this.entity} ${id}`);
@@ -789,10 +829,16 @@ class Grid {
     const now = this.state.sort.find((s) => s.fieldCode === code)?.direction;
     this.state.sort = [{ fieldCode: code, direction: now === 'asc' ? 'desc' : 'asc' }];
     this.state.page = 0;
+    this.state.cursor = undefined;
+    this.cursorTrail.length = 0;
     void this.reload();
   }
 
   private renderPager(): void {
+    if (this.state.cursorPaging) {
+      this.renderCursorPager();
+      return;
+    }
     const { page = 0, pageSize, total } = this.page.pagination;
     const pages = total === undefined ? undefined : Math.max(1, Math.ceil(total / pageSize));
     const prev = h(
@@ -822,6 +868,33 @@ class Grid {
         `Page ${page + 1}${pages ? ` of ${pages}` : ''} · ${total ?? '?'} rows`,
       ),
       next,
+    );
+  }
+
+  /** Cursor grids (D31): Next follows nextCursor, Previous goes back through the cursors used. */
+  private renderCursorPager(): void {
+    const next = this.page.pagination.nextCursor ?? null;
+    const prevButton = h(
+      'button',
+      { type: 'button', 'data-testid': 'prev-page', disabled: this.cursorTrail.length === 0 },
+      '‹ Previous',
+    );
+    const nextButton = h('button', { type: 'button', 'data-testid': 'next-page', disabled: !next }, 'Next ›');
+    prevButton.addEventListener('click', () => {
+      this.state.cursor = this.cursorTrail.pop();
+      void this.reload();
+    });
+    nextButton.addEventListener('click', () => {
+      if (!next) return;
+      this.cursorTrail.push(this.state.cursor);
+      this.state.cursor = next;
+      void this.reload();
+    });
+    mount(
+      this.pager,
+      prevButton,
+      h('span', { 'data-testid': 'page-info' }, `Page ${this.cursorTrail.length + 1}`),
+      nextButton,
     );
   }
 

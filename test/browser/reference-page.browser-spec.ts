@@ -320,6 +320,55 @@ describe('reference page through the tenant proxy (browser)', () => {
     await clickAndLoad(byId('search'), 'Enter');
   });
 
+  step('edits an order status inline on orders_grid (cursor pages), with the 409 panel', async () => {
+    const asAdmin = authHeaders(TENANT.acme, token);
+    const loaded = page.waitForResponse((r) => r.url().includes('/dataviews/orders_grid/data') && r.ok());
+    await page.goto(`${base}/?dataview=orders_grid`);
+    await loaded;
+    await byId('grid-table').locator('tbody tr').first().waitFor();
+    await withText('page-info', 'Page 1');
+    const [id] = await rowIds();
+    // The amount is shown but not editable inline; the status is.
+    expect(await byId(`cell-${id}-amount`).locator('input, select').count()).toBe(0);
+    const select = byId(`inline-${id}-status`);
+    const target = (await select.inputValue()) === 'paid' ? 'shipped' : 'paid';
+    const saved = page.waitForResponse((r) => r.url().endsWith(`/dataviews/orders_grid/rows/${id}`));
+    await select.selectOption(target);
+    expect((await saved).status()).toBe(200);
+    await withText('status', `Saved orders ${id}`);
+    const stored = async () =>
+      (await rig.t.app.inject({ method: 'GET', url: `/api/v1/orders/${id}`, headers: asAdmin })).json()
+        .data as {
+        status: string;
+        lastModified: string;
+      };
+    expect((await stored()).status).toBe(target);
+
+    // Someone else saves the order: the next inline save is a 409 with the conflict panel.
+    const other = await rig.t.app.inject({
+      method: 'PUT',
+      url: `/api/v1/orders/${id}`,
+      headers: asAdmin,
+      payload: { status: 'new', lastModified: (await stored()).lastModified },
+    });
+    expect(other.statusCode).toBe(200);
+    const mine = target === 'paid' ? 'shipped' : 'paid';
+    const stale = page.waitForResponse((r) => r.url().endsWith(`/dataviews/orders_grid/rows/${id}`));
+    await byId(`inline-${id}-status`).selectOption(mine);
+    expect((await stale).status()).toBe(409);
+    await byId('conflict-status').waitFor();
+    expect(await byId('conflict-status').locator('.theirs').textContent()).toBe('new');
+    const overwritten = page.waitForResponse((r) => r.url().endsWith(`/dataviews/orders_grid/rows/${id}`));
+    await byId('conflict-overwrite').click();
+    expect((await overwritten).status()).toBe(200);
+    expect((await stored()).status).toBe(mine);
+
+    const back = page.waitForResponse((r) => r.url().includes('/dataviews/customers_grid/data') && r.ok());
+    await page.goto(`${base}/`);
+    await back;
+    await byId('grid-table').locator('tbody tr').first().waitFor();
+  });
+
   step('returns to the login screen after logout', async () => {
     const logout = page.waitForResponse((r) => r.url().endsWith('/api/v1/auth/logout'));
     await byId('logout').click();
