@@ -18,6 +18,8 @@ const { envNumber, startService, signIn, stopService, json } = require('./bench/
 const ROWS = envNumber('BENCH_BULK_ROWS', 1000);
 const ROUNDS = envNumber('BENCH_ROUNDS', 3);
 const CONCURRENCY = envNumber('BENCH_PUT_CONCURRENCY', 10);
+/** BENCH_BULK_ONLY=1: the bulk requests alone (A/B of two builds of the bulk path). */
+const BULK_ONLY = process.env.BENCH_BULK_ONLY === '1';
 const out = (s) => process.stdout.write(s);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -102,8 +104,8 @@ async function bulk(ctx, rows, value) {
     const rows = created.data.results.map((r) => ({ id: r.id, lastModified: r.lastModified }));
     const figures = { sequential: [], parallel: [], bulk: [] };
     for (let round = 0; round < ROUNDS; round++) {
-      figures.sequential.push(await singles(ctx, rows, 2000 + round, 1));
-      figures.parallel.push(await singles(ctx, rows, 3000 + round, CONCURRENCY));
+      figures.sequential.push(BULK_ONLY ? NaN : await singles(ctx, rows, 2000 + round, 1));
+      figures.parallel.push(BULK_ONLY ? NaN : await singles(ctx, rows, 3000 + round, CONCURRENCY));
       figures.bulk.push(await bulk(ctx, rows, 4000 + round));
       out(`${JSON.stringify({ round, sequentialMs: figures.sequential[round], parallelMs: figures.parallel[round], bulkMs: figures.bulk[round] })}\n`);
     }
