@@ -82,6 +82,17 @@ export function parseBulkBody(body: unknown, maxRows: number): BulkInput {
       expected: expectedToken(fields[LAST_MODIFIED_KEY], undefined),
     });
   }
+  // The same record twice in one request: which save should win is not the server's guess.
+  const seen = new Set<number>();
+  for (const [i, row] of rows.entries()) {
+    if (row.id === undefined || !Number.isFinite(row.id)) continue;
+    if (seen.has(row.id))
+      errors.push({
+        field: operation === 'delete' ? `ids[${i}]` : `records[${i}].id`,
+        error: 'names a record an earlier row names',
+      });
+    seen.add(row.id);
+  }
   if (errors.length > 0) throw new ValidationError('Validation failed', errors);
   return {
     operation,

@@ -59,6 +59,16 @@ export class WriteTx {
   }
 }
 
+/**
+ * A savepoint could not be undone: the whole transaction is gone (MariaDB ends it on a deadlock).
+ * `failure` is the error that made the undo necessary; the write must fail as a whole with it.
+ */
+export class TransactionLost extends Error {
+  constructor(readonly failure: unknown) {
+    super('The transaction ended while a savepoint was undone');
+  }
+}
+
 /** The row lock of `purpose` on the runner's dialect (dialect.ts), or none. */
 function lockOf(qr: QueryRunner, purpose: RowLockPurpose | undefined) {
   return purpose ? rowLockFor(dialectOf(qr.connection.driver.options.type), purpose) : undefined;
@@ -177,7 +187,7 @@ export class RecordsWriteRepository {
    * Runs `work` inside a savepoint of the write's transaction (on both runners when the entity lives
    * in another database than the configuration): when it throws, its statements alone are undone and
    * the error is thrown on; what ran before stays. Should the undo itself fail (a deadlock ended the
-   * whole transaction on MariaDB), that failure is thrown instead: the transaction is lost.
+   * whole transaction on MariaDB), TransactionLost carries the error: the transaction is gone.
    */
   async withinSavepoint<T>(tx: WriteTx, name: string, work: () => Promise<T>): Promise<T> {
     const runners = tx.spansTwoDatabases ? [tx.data, tx.config] : [tx.data];
@@ -187,7 +197,11 @@ export class RecordsWriteRepository {
     try {
       result = await work();
     } catch (err) {
-      for (const [i, qr] of runners.entries()) await qr.query(sql[i].rollback);
+      try {
+        for (const [i, qr] of runners.entries()) await qr.query(sql[i].rollback);
+      } catch {
+        throw new TransactionLost(err);
+      }
       throw err;
     }
     for (const [i, qr] of runners.entries()) {

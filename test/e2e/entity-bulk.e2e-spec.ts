@@ -225,7 +225,7 @@ describe('Bulk writes (D51)', () => {
       });
       expect(res.statusCode).toBe(400);
       expect(res.json().error.details).toEqual([
-        { field: 'rows[1].id', error: 'names a record an earlier row names' },
+        { field: 'records[1].id', error: 'names a record an earlier row names' },
       ]);
       expect(await snapshot('demo_customers', 'cus')).toBe(before);
     });

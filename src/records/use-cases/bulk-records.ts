@@ -7,7 +7,7 @@ import type { EntityAuditEntry } from '../audit.service';
 import type { ExpectedToken } from '../concurrency-token';
 import type { RecordContext } from '../record-context';
 import type { Row } from '../records-read.repository';
-import type { WriteTx } from '../records-write.repository';
+import { TransactionLost, type WriteTx } from '../records-write.repository';
 import { isRecordId } from '../values';
 import { CreateRecord } from './create-record';
 import { DeleteRecord } from './delete-record';
@@ -130,6 +130,9 @@ export class BulkRecords {
             outcomes[index] = { index, id: result.done.id, ok: true, ...result.answer };
             done.push(result.done);
           } catch (err) {
+            // The transaction itself is gone: the request fails as a whole, with the row's error
+            // (a deadlock: 409 busy, retry the request).
+            if (err instanceof TransactionLost) throw err.failure;
             const error = translateDbError(err, ctx.entity);
             // Anything but a domain error (a lost connection, a failed undo) ends the whole request.
             if (!(error instanceof AppError)) throw err;
