@@ -45,12 +45,34 @@ export interface FilterOption {
 export interface DataviewConfig {
   dataviewName?: string;
   source: { entityCode: string; primaryKey: string };
-  display?: { pageSize?: number; paginationType?: string };
+  display?: {
+    pageSize?: number;
+    paginationType?: string;
+    enableRowSelection?: boolean;
+    selectionMode?: string;
+  };
   columns: GridColumn[];
   filters?: { enableFiltering?: boolean; filterOptions?: FilterOption[] };
   sorting?: { enableSorting?: boolean; defaultSort?: SortKey[]; allowMultiSort?: boolean };
   grouping?: { enableGrouping?: boolean; defaultGroupBy?: string | null; groupableColumns?: string[] };
   export?: { enableExport?: boolean; exportFormats?: string[] };
+  actions?: { enableBulkActions?: boolean; bulkActions?: BulkAction[] };
+  inlineEditing?: { enableInlineEdit?: boolean; editableColumns?: string[]; saveOnBlur?: boolean };
+}
+
+/** A configured bulk action (D52); only those with an `operation` are run by the server. */
+export interface BulkAction {
+  actionId: string;
+  actionName: string;
+  operation?: 'update' | 'delete' | 'workflow';
+  requireConfirm?: boolean;
+}
+
+/** The answer of a bulk action (D51's shape): a result per row. */
+export interface BulkResult {
+  results: { index: number; id: number | null; status: number; error?: { code: string; message: string } }[];
+  succeeded: number;
+  failed: number;
 }
 
 export interface SortKey {
@@ -86,6 +108,9 @@ export interface DataQuery {
   search: string;
   groupBy?: string;
   groupKey?: string;
+  /** A cursor grid (display.paginationType cursor): pages by cursor, not by page number. */
+  cursorPaging?: boolean;
+  cursor?: string;
 }
 
 export interface WorkflowSummary {
@@ -153,7 +178,11 @@ export class PageApi {
   private async dataRaw(code: string, q: DataQuery): Promise<Envelope> {
     // Groups are answered whole (no page); the rows of one group (groupKey) are paged as usual.
     const query: Record<string, string | number> =
-      q.groupBy && q.groupKey === undefined ? {} : { page: q.page, pageSize: q.pageSize };
+      q.groupBy && q.groupKey === undefined
+        ? {}
+        : q.cursorPaging
+          ? { pageSize: q.pageSize, ...(q.cursor ? { cursor: q.cursor } : {}) }
+          : { page: q.page, pageSize: q.pageSize };
     if (q.filters.length) query.filters = JSON.stringify(q.filters);
     if (q.sort.length) query.sort = JSON.stringify(q.sort);
     if (q.search) query.search = q.search;
@@ -229,6 +258,29 @@ export class PageApi {
       body: { version, lastModified } as never,
     });
     return envelope(result).data as { record: Row; skipped: string[] };
+  }
+
+  /** Inline edit (D52): the changed fields of one row; answers the row as the grid shows it. */
+  async editRow(
+    code: string,
+    id: string,
+    changes: Record<string, unknown>,
+    lastModified: string,
+  ): Promise<Row> {
+    const result = await this.client.api.PATCH('/api/v1/dataviews/{dvc_code}/rows/{id}', {
+      params: { path: { dvc_code: code, id: Number(id) } },
+      body: { ...changes, lastModified },
+    });
+    return envelope(result).data as Row;
+  }
+
+  /** Runs a configured bulk action on the selected rows (D52). */
+  async runAction(code: string, actionId: string, ids: number[], confirm: boolean): Promise<BulkResult> {
+    const result = await this.client.api.POST('/api/v1/dataviews/{dvc_code}/actions/{actionId}', {
+      params: { path: { dvc_code: code, actionId } },
+      body: { ids, ...(confirm ? { confirm: true } : {}) },
+    });
+    return envelope(result).data as BulkResult;
   }
 
   async workflows(): Promise<WorkflowSummary[]> {

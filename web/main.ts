@@ -8,6 +8,7 @@
 import {
   describe,
   PageApi,
+  type BulkAction,
   type DataPage,
   type DataQuery,
   type DataviewConfig,
@@ -242,6 +243,18 @@ class Grid {
   private readonly groupList = h('div', { class: 'groups', 'data-testid': 'groups' });
   private page: DataPage = { rows: [], pagination: { pageSize: 25 }, aggregates: {} };
   private editing: string | null = null;
+  /** Rows ticked for a bulk action (D52), by key; kept across pages until an action runs. */
+  private readonly checked = new Set<string>();
+  /** Cursor grids: the cursors of the pages before this one (Previous goes back through them). */
+  private readonly cursorTrail: (string | undefined)[] = [];
+  /** Inline editing (D52): the field codes editableColumns names (column ids or field codes). */
+  private readonly inlineFields = new Set<string>();
+  private readonly bulkButtons: HTMLButtonElement[] = [];
+  private readonly bulkResult = h('div', {
+    class: 'bulk-result',
+    hidden: true,
+    'data-testid': 'bulk-result',
+  });
   selected: Row | null = null;
   onSelect: (row: Row) => void = () => undefined;
   private readonly money: Intl.NumberFormat;
@@ -254,7 +267,11 @@ class Grid {
     this.columns = columnsOf(config);
     this.key = config.source.primaryKey;
     this.entity = config.source.entityCode;
+    if (config.inlineEditing?.enableInlineEdit)
+      for (const c of config.inlineEditing.editableColumns ?? [])
+        this.inlineFields.add(config.columns.find((col) => col.columnId === c)?.fieldCode ?? c);
     this.state = {
+      cursorPaging: config.display?.paginationType === 'cursor',
       page: 0,
       pageSize: config.display?.pageSize ?? 25,
       filters: [],
@@ -270,6 +287,7 @@ class Grid {
       this.element,
       h('h2', {}, config.dataviewName ?? DATAVIEW),
       this.toolbar(),
+      this.bulkResult,
       this.conflict,
       this.history,
       this.groupList,
@@ -369,13 +387,74 @@ class Grid {
         parts.push(button);
       }
     }
+    if (this.multiSelect && this.config.actions?.enableBulkActions) {
+      for (const action of this.config.actions.bulkActions ?? []) {
+        if (!action.operation) continue; // the client's own (export_selected): not run here
+        const button = h(
+          'button',
+          { type: 'button', 'data-testid': `bulk-${action.actionId}`, disabled: true },
+          action.actionName,
+        );
+        button.addEventListener('click', () => void this.runBulk(action, button));
+        this.bulkButtons.push(button);
+        parts.push(button);
+      }
+    }
     return h('div', { class: 'toolbar' }, parts);
+  }
+
+  private get multiSelect(): boolean {
+    return (
+      this.config.display?.enableRowSelection === true && this.config.display.selectionMode === 'multiple'
+    );
+  }
+
+  private updateBulkButtons(): void {
+    for (const b of this.bulkButtons) b.disabled = this.checked.size === 0;
+  }
+
+  /** D52: the action on the ticked rows; a confirmation first where the action requires it. */
+  private async runBulk(action: BulkAction, button: HTMLButtonElement): Promise<void> {
+    const ids = [...this.checked].map(Number);
+    if (ids.length === 0) return;
+    if (action.requireConfirm && !window.confirm(`${action.actionName}: ${ids.length} row(s)?`)) return;
+    button.disabled = true;
+    try {
+      const result = await api.runAction(DATAVIEW, action.actionId, ids, action.requireConfirm === true);
+      const failures = result.results.filter((r) => r.error);
+      mount(
+        this.bulkResult,
+        h('strong', {}, `${action.actionName}: ${result.succeeded} succeeded, ${result.failed} failed`),
+        failures.length
+          ? h(
+              'ul',
+              {},
+              failures.map((f) =>
+                h(
+                  'li',
+                  { 'data-testid': `bulk-failure-${f.id}` },
+                  `#${f.id}: ${f.status} ${f.error?.message ?? ''}`,
+                ),
+              ),
+            )
+          : null,
+      );
+      this.bulkResult.hidden = false;
+      this.checked.clear();
+      await this.reload();
+    } catch (err) {
+      const e = describe(err);
+      if (e.status !== 401) this.setStatus(problem(e), 'error');
+    } finally {
+      this.updateBulkButtons();
+    }
   }
 
   private readFilters: () => Filter[] = () => [];
 
   private apply(change: Partial<GridState>): void {
-    Object.assign(this.state, change, { page: 0, filters: this.readFilters() });
+    this.cursorTrail.length = 0;
+    Object.assign(this.state, change, { page: 0, cursor: undefined, filters: this.readFilters() });
     void this.reload();
   }
 
@@ -450,6 +529,7 @@ class Grid {
     const head = h(
       'tr',
       {},
+      this.multiSelect ? h('th', { class: 'select' }, this.selectAllBox()) : null,
       this.columns.map((column) => {
         const direction = sortOf(column.fieldCode);
         const sortable =
@@ -476,6 +556,7 @@ class Grid {
       ? h(
           'tr',
           { class: 'aggregates', 'data-testid': 'aggregates' },
+          this.multiSelect ? h('td', {}) : null,
           this.columns.map((c) =>
             h(
               'td',
@@ -507,6 +588,20 @@ class Grid {
       for (const other of tr.parentElement?.children ?? []) other.classList.remove('selected');
       tr.classList.add('selected');
     });
+    if (this.multiSelect) {
+      const box = h('input', {
+        type: 'checkbox',
+        'data-testid': `select-${id}`,
+        'aria-label': `Select ${id}`,
+      });
+      box.checked = this.checked.has(id);
+      box.addEventListener('change', () => {
+        if (box.checked) this.checked.add(id);
+        else this.checked.delete(id);
+        this.updateBulkButtons();
+      });
+      tr.append(h('td', { class: 'select' }, box));
+    }
     for (const column of this.columns) {
       const td = h('td', {
         class: `align-${column.align ?? 'left'}`,
@@ -514,6 +609,8 @@ class Grid {
       });
       if (column.columnType === 'actions') {
         mount(td, editing ? this.editButtons(row, inputs) : this.actionButtons(row, column));
+      } else if (!editing && column.fieldCode && this.inlineFields.has(column.fieldCode)) {
+        mount(td, this.inlineEditor(column, row));
       } else if (editing && this.isEditable(column, row)) {
         const input = this.editor(column, row[column.fieldCode as string]);
         inputs.set(column.fieldCode as string, input);
@@ -524,6 +621,46 @@ class Grid {
       tr.append(td);
     }
     return tr;
+  }
+
+  /** D52: an editable cell saves itself when it changes (saveOnBlur: on change of a select, on blur of an input). */
+  private inlineEditor(column: GridColumn, row: Row): HTMLInputElement | HTMLSelectElement {
+    const id = String(row[this.key]);
+    const code = column.fieldCode as string;
+    const editor = this.editor(column, row[code]);
+    editor.setAttribute('data-testid', `inline-${id}-${code}`);
+    editor.setAttribute('aria-label', `${column.columnName} of ${id}`);
+    editor.addEventListener('change', () => {
+      const before = row[code];
+      const value =
+        column.columnType === 'numeric' || typeof before === 'number'
+          ? editor.value === ''
+            ? null
+            : Number(editor.value)
+          : editor.value;
+      if (value !== before) void this.save(row, { [code]: value }, row.lastModified ?? '');
+    });
+    return editor;
+  }
+
+  /** Ticks (or clears) every row of the page shown. */
+  private selectAllBox(): HTMLInputElement {
+    const ids = this.page.rows.map((r) => String(r[this.key]));
+    const box = h('input', {
+      type: 'checkbox',
+      'data-testid': 'select-all',
+      'aria-label': 'Select all rows',
+    });
+    box.checked = ids.length > 0 && ids.every((id) => this.checked.has(id));
+    box.addEventListener('change', () => {
+      for (const id of ids) {
+        if (box.checked) this.checked.add(id);
+        else this.checked.delete(id);
+      }
+      this.render();
+      this.updateBulkButtons();
+    });
+    return box;
   }
 
   private isEditable(column: GridColumn, row: Row): boolean {
@@ -679,6 +816,15 @@ class Grid {
       return;
     }
     try {
+      if (this.inlineFields.size > 0) {
+        // The answer is the row as the grid shows it: it replaces the row in place.
+        const saved = await api.editRow(DATAVIEW, id, changes, lastModified);
+        this.page.rows = this.page.rows.map((r) => (String(r[this.key]) === id ? saved : r));
+        this.hideConflict();
+        this.setStatus(`Saved ${this.entity} ${id}`);
+        this.render();
+        return;
+      }
       await api.client.saveRecord(this.entity, id, changes, lastModified);
       this.hideConflict();
       this.setStatus(`Saved ${this.entity} ${id}`);
@@ -757,10 +903,16 @@ class Grid {
     const now = this.state.sort.find((s) => s.fieldCode === code)?.direction;
     this.state.sort = [{ fieldCode: code, direction: now === 'asc' ? 'desc' : 'asc' }];
     this.state.page = 0;
+    this.state.cursor = undefined;
+    this.cursorTrail.length = 0;
     void this.reload();
   }
 
   private renderPager(): void {
+    if (this.state.cursorPaging) {
+      this.renderCursorPager();
+      return;
+    }
     const { page = 0, pageSize, total } = this.page.pagination;
     const pages = total === undefined ? undefined : Math.max(1, Math.ceil(total / pageSize));
     const prev = h(
@@ -790,6 +942,33 @@ class Grid {
         `Page ${page + 1}${pages ? ` of ${pages}` : ''} · ${total ?? '?'} rows`,
       ),
       next,
+    );
+  }
+
+  /** Cursor grids (D31): Next follows nextCursor, Previous goes back through the cursors used. */
+  private renderCursorPager(): void {
+    const next = this.page.pagination.nextCursor ?? null;
+    const prevButton = h(
+      'button',
+      { type: 'button', 'data-testid': 'prev-page', disabled: this.cursorTrail.length === 0 },
+      '‹ Previous',
+    );
+    const nextButton = h('button', { type: 'button', 'data-testid': 'next-page', disabled: !next }, 'Next ›');
+    prevButton.addEventListener('click', () => {
+      this.state.cursor = this.cursorTrail.pop();
+      void this.reload();
+    });
+    nextButton.addEventListener('click', () => {
+      if (!next) return;
+      this.cursorTrail.push(this.state.cursor);
+      this.state.cursor = next;
+      void this.reload();
+    });
+    mount(
+      this.pager,
+      prevButton,
+      h('span', { 'data-testid': 'page-info' }, `Page ${this.cursorTrail.length + 1}`),
+      nextButton,
     );
   }
 

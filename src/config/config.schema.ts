@@ -111,8 +111,11 @@ export interface AppConfig {
     sampleIntervalMs: number;
     retryAfterS: number;
   };
-  /** Entity writes: how long a write waits for the lock of a unique value (value-lock.ts). */
-  writes: { lockTimeoutMs: number };
+  /**
+   * Entity writes: how long a write waits for the lock of a unique value (value-lock.ts); the most
+   * rows of one bulk write (D51).
+   */
+  writes: { lockTimeoutMs: number; bulkMaxRows: number };
   exports: {
     ttlS: number;
     dir: string;
@@ -368,7 +371,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       sampleIntervalMs: v.OVERLOAD_SAMPLE_INTERVAL_MS(),
       retryAfterS: v.OVERLOAD_RETRY_AFTER_S(),
     },
-    writes: { lockTimeoutMs: v.WRITE_LOCK_TIMEOUT_MS() },
+    writes: { lockTimeoutMs: v.WRITE_LOCK_TIMEOUT_MS(), bulkMaxRows: v.BULK_MAX_ROWS() },
     exports: {
       ttlS: v.EXPORT_TTL_S(),
       dir: v.EXPORT_DIR ?? './data/exports',

@@ -284,6 +284,11 @@ export const VARS = {
     default: '10000',
     min: 1,
   }),
+  BULK_MAX_ROWS: int('BULK_MAX_ROWS', {
+    description: 'Most rows of one bulk write or dataview action (D51, D52); more is 413',
+    default: '1000',
+    min: 1,
+  }),
   EXPORT_TTL_S: int('EXPORT_TTL_S', {
     description: 'How long exports stay downloadable (D32)',
     default: '3600',

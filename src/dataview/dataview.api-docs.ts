@@ -32,7 +32,7 @@ export const CONFIG_SCHEMA: SchemaObject = {
   },
 };
 
-const ROW: SchemaObject = {
+export const ROW: SchemaObject = {
   type: 'object',
   title: 'DataviewRow',
   required: ['lastModified'],

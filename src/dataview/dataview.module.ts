@@ -20,6 +20,9 @@ import { JobsModule } from '../jobs/jobs.module';
 import { TenantModule } from '../tenant/tenant.module';
 import { DataviewCursors } from './grid/cursor';
 import { ReadDataviewData } from './grid/grid-data';
+import { WorkflowModule } from '../workflow/workflow.module';
+import { DataviewActions } from './actions/dataview-actions';
+import { DataviewActionsController } from './actions/dataview-actions.controller';
 
 /**
  * Which export store serves downloads (D32, D48): `directory` (the embedded default) or
@@ -47,13 +50,14 @@ class RenderPoolShutdown implements OnApplicationShutdown {
 }
 
 @Module({
-  imports: [RegistryModule, ProfileModule, RecordsModule, TenantModule, JobsModule],
-  controllers: [DataviewController, ExportController, DownloadController],
+  imports: [RegistryModule, ProfileModule, RecordsModule, TenantModule, JobsModule, WorkflowModule],
+  controllers: [DataviewController, DataviewActionsController, ExportController, DownloadController],
   providers: [
     DataviewConfigRepository,
     DataviewConfigService,
     DataviewCursors,
     ReadDataviewData,
+    DataviewActions,
     ExportDataview,
     ExportJob,
     { provide: EXPORT_RENDER_POOL, inject: [APP_CONFIG], useFactory: createRenderPool },

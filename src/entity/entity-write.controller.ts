@@ -14,6 +14,8 @@ import { ApiErrors } from '../common/http/api-docs';
 import {
   ApiEntityCodeParam,
   ApiRecordIdParam,
+  BULK_INPUT_SCHEMA,
+  BULK_RESULT_SCHEMA,
   deleteSchema,
   RECORD_INPUT_SCHEMA,
   RECORD_SCHEMA,
@@ -29,7 +31,11 @@ import { parseRecordId } from '../records/values';
 import { NotFoundError, ValidationError } from '../common/errors/app-error';
 import { RecordCtx } from './entity.decorators';
 import type { RecordContext } from '../records/record-context';
-import { ENTITY_CHAIN, EntityOperation } from './entity.guards';
+import { ENTITY_CHAIN, EntityOperation, EntityOperationFromBody } from './entity.guards';
+import type { AppConfig } from '../config/config.schema';
+import { InjectConfig } from '../config/inject-config.decorator';
+import { BulkRecords } from '../records/use-cases/bulk-records';
+import { BulkAnswer, bulkAnswer, parseBulkBody } from './bulk-body';
 
 /** NOT_IMPLEMENTED: an entity of an object or database type the service cannot write (D26). */
 const WRITE_ERRORS = [
@@ -60,7 +66,27 @@ export class EntityWriteController {
     private readonly createRecord: CreateRecord,
     private readonly updateRecord: UpdateRecord,
     private readonly deleteRecord: DeleteRecord,
+    private readonly bulkRecords: BulkRecords,
+    @InjectConfig() private readonly config: AppConfig,
   ) {}
+
+  @Post('api/v1/:entity_code/bulk')
+  @HttpCode(200)
+  @UseGuards(...ENTITY_CHAIN)
+  @EntityOperationFromBody()
+  @ApiOperation({
+    operationId: 'bulkRecords',
+    summary:
+      'Create, update or delete many records (D51): a result per row with the status and error the single route would give; allOrNone writes all or nothing',
+  })
+  @ApiEntityCodeParam()
+  @ApiBody({ schema: BULK_INPUT_SCHEMA })
+  @ApiOkResponse({ description: 'A result per row', schema: BULK_RESULT_SCHEMA })
+  @ApiErrors(...WRITE_ERRORS, 'PAYLOAD_TOO_LARGE')
+  async bulk(@Req() request: FastifyRequest, @RecordCtx() ctx: RecordContext): Promise<BulkAnswer> {
+    const input = parseBulkBody(request.body, this.config.writes.bulkMaxRows);
+    return bulkAnswer(await this.bulkRecords.execute(ctx, input));
+  }
 
   @Post('api/v1/:entity_code')
   @HttpCode(201)

@@ -185,3 +185,99 @@ export const TEN_ID_PARAMETER = {
   description: 'Must be the tenant of the token (D28); 403 otherwise',
   schema: { type: 'string' as const, example: '1' },
 };
+
+/** D51's body: one operation over records (create, update) or ids (delete). */
+export const BULK_INPUT_SCHEMA: SchemaObject = {
+  type: 'object',
+  required: ['operation'],
+  additionalProperties: false,
+  description:
+    'create takes records of field values; update takes records of {id, lastModified, …fields} (each row its own ' +
+    'token, D24); delete takes ids (and cascade, D25). At most BULK_MAX_ROWS rows (413 above)',
+  properties: {
+    operation: { type: 'string', enum: ['create', 'update', 'delete'] },
+    records: {
+      type: 'array',
+      minItems: 1,
+      items: { type: 'object', additionalProperties: true },
+      description: 'create: field values by name; update: id and lastModified plus the fields to change',
+    },
+    ids: {
+      type: 'array',
+      minItems: 1,
+      items: { oneOf: [{ type: 'integer' }, { type: 'string' }] },
+      description: 'delete: the record ids',
+    },
+    cascade: { type: 'boolean', description: 'delete: also soft-delete dependents (D25)' },
+    allOrNone: {
+      type: 'boolean',
+      description: 'One transaction: when any row fails nothing is written and the answer is that row’s 4xx',
+    },
+  },
+  example: {
+    operation: 'update',
+    records: [
+      { id: 1, lastModified: '2026-11-23T05:03:25.085Z', tier: 'gold' },
+      { id: 2, lastModified: '2026-11-23T05:03:25.085Z', tier: 'gold' },
+    ],
+  },
+};
+
+/** One row's result: the status (and error) the single-record route would have answered. */
+export const BULK_ROW_RESULT_SCHEMA: SchemaObject = {
+  type: 'object',
+  required: ['index', 'id', 'status'],
+  properties: {
+    index: { type: 'integer', minimum: 0, description: 'The row’s position in records or ids' },
+    id: {
+      type: 'integer',
+      nullable: true,
+      description: 'The record’s id (a new one for a create); null if none',
+    },
+    status: {
+      type: 'integer',
+      enum: [200, 201, 202, 400, 403, 404, 409],
+      description: 'The single route’s status (202: a workflow action started the row’s instance)',
+    },
+    error: {
+      type: 'object',
+      required: ['code', 'message', 'details'],
+      properties: {
+        code: { type: 'string', example: 'CONFLICT' },
+        message: { type: 'string' },
+        details: {
+          description: 'The single route’s error details (field errors, the current lastModified…) or null',
+        },
+      },
+    },
+    lastModified: { type: 'string', format: 'date-time', description: 'The written record’s new token' },
+    instanceId: { type: 'integer', description: 'A workflow action’s row (D52): the instance it started' },
+  },
+};
+
+export const BULK_RESULT_SCHEMA: SchemaObject = successSchema({
+  type: 'object',
+  required: ['results', 'succeeded', 'failed'],
+  properties: {
+    results: { type: 'array', items: BULK_ROW_RESULT_SCHEMA },
+    succeeded: { type: 'integer', minimum: 0, example: 2 },
+    failed: { type: 'integer', minimum: 0, example: 0 },
+  },
+  example: {
+    results: [
+      { index: 0, id: 1, status: 200, lastModified: '2026-11-23T05:10:00.001Z' },
+      {
+        index: 1,
+        id: 2,
+        status: 409,
+        error: {
+          code: 'CONFLICT',
+          message: 'customers 2 was changed by someone else; reload it and retry',
+          details: { lastModified: '2026-11-23T05:09:00.000Z' },
+        },
+      },
+    ],
+    succeeded: 1,
+    failed: 1,
+  },
+});

@@ -13,14 +13,21 @@ export const ENTITY_ACTION = 'mtb:entityAction';
 /** The action a route performs on the entity (D22). */
 export const EntityOperation = (action: EntityAction): MethodDecorator => SetMetadata(ENTITY_ACTION, action);
 
+/** A bulk route (D51): its action is the body's `operation`. */
+const FROM_BODY = 'fromBody';
+export const EntityOperationFromBody = (): MethodDecorator => SetMetadata(ENTITY_ACTION, FROM_BODY);
+const BODY_ACTIONS: ReadonlySet<string> = new Set<EntityAction>(['create', 'update', 'delete']);
+
 const ENTITY_CODE = /^[a-z][a-z0-9_]{0,99}$/i;
 
 /** The routes' @EntityOperation, read once per handler (a route's decorators never change). */
-const actions = new WeakMap<object, EntityAction | null>();
-function routeAction(reflector: Reflector, handler: object): EntityAction | undefined {
+const actions = new WeakMap<object, EntityAction | typeof FROM_BODY | null>();
+function routeAction(reflector: Reflector, handler: object): EntityAction | typeof FROM_BODY | undefined {
   let action = actions.get(handler);
   if (action === undefined) {
-    action = reflector.get<EntityAction | undefined>(ENTITY_ACTION, handler as () => unknown) ?? null;
+    action =
+      reflector.get<EntityAction | typeof FROM_BODY | undefined>(ENTITY_ACTION, handler as () => unknown) ??
+      null;
     actions.set(handler, action);
   }
   return action ?? undefined;
@@ -88,12 +95,20 @@ export class EntityAccessGuard implements CanActivate {
   constructor(private readonly reflector: Reflector) {}
 
   canActivate(context: ExecutionContext): boolean {
-    const action = routeAction(this.reflector, context.getHandler());
-    const { entity, profile, user } = context.switchToHttp().getRequest<FastifyRequest>();
-    if (!action || !entity || !profile || !user) throw new AuthorizationError('Entity access denied');
-    assertCanPerform(action, { entity, policy: profile.policy, user });
+    const route = routeAction(this.reflector, context.getHandler());
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    const { entity, profile, user } = request;
+    if (!route || !entity || !profile || !user) throw new AuthorizationError('Entity access denied');
+    // A bulk body without a known operation is the controller's 400; the use case asks again anyway.
+    const action = route === FROM_BODY ? bodyOperation(request.body) : route;
+    if (action) assertCanPerform(action, { entity, policy: profile.policy, user });
     return true;
   }
+}
+
+function bodyOperation(body: unknown): EntityAction | undefined {
+  const op = body && typeof body === 'object' ? (body as { operation?: unknown }).operation : undefined;
+  return typeof op === 'string' && BODY_ACTIONS.has(op) ? (op as EntityAction) : undefined;
 }
 
 /**

@@ -9,6 +9,7 @@ import { ConnectionsService } from '../database/connections/connections.service'
 import { DatabaseService } from '../database/database.service';
 import { dialectOf, rowLockFor } from '../database/dialect';
 import { isLockTimeout, LockStatement, lockAcquired, valueLockSql } from '../database/dialect/value-lock';
+import { savepointSql } from '../database/dialect/savepoint';
 import type { EntityInfo, FieldDef } from '../registry/registry.types';
 import { VALUE_SET_TABLE, valueSetCodes } from '../registry/value-sets';
 import { configRows } from '../database/scope/tenant-rows';
@@ -55,6 +56,16 @@ export class WriteTx {
   /** Whether `qr` is one of this write's transaction runners (row locks need a transaction). */
   owns(qr: QueryRunner): boolean {
     return qr === this.data || qr === this.config;
+  }
+}
+
+/**
+ * A savepoint could not be undone: the whole transaction is gone (MariaDB ends it on a deadlock).
+ * `failure` is the error that made the undo necessary; the write must fail as a whole with it.
+ */
+export class TransactionLost extends Error {
+  constructor(readonly failure: unknown) {
+    super('The transaction ended while a savepoint was undone');
   }
 }
 
@@ -170,6 +181,34 @@ export class RecordsWriteRepository {
       next.catch(() => undefined),
     );
     return next;
+  }
+
+  /**
+   * Runs `work` inside a savepoint of the write's transaction (on both runners when the entity lives
+   * in another database than the configuration): when it throws, its statements alone are undone and
+   * the error is thrown on; what ran before stays. Should the undo itself fail (a deadlock ended the
+   * whole transaction on MariaDB), TransactionLost carries the error: the transaction is gone.
+   */
+  async withinSavepoint<T>(tx: WriteTx, name: string, work: () => Promise<T>): Promise<T> {
+    const runners = tx.spansTwoDatabases ? [tx.data, tx.config] : [tx.data];
+    const sql = runners.map((qr) => savepointSql(dialectOf(qr.connection.driver.options.type), name));
+    for (const [i, qr] of runners.entries()) await qr.query(sql[i].set);
+    let result: T;
+    try {
+      result = await work();
+    } catch (err) {
+      try {
+        for (const [i, qr] of runners.entries()) await qr.query(sql[i].rollback);
+      } catch {
+        throw new TransactionLost(err);
+      }
+      throw err;
+    }
+    for (const [i, qr] of runners.entries()) {
+      const release = sql[i].release;
+      if (release) await qr.query(release);
+    }
+    return result;
   }
 
   /**

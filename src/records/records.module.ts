@@ -16,6 +16,7 @@ import { RecordHistory } from './use-cases/record-history';
 import { RestoreVersion } from './use-cases/restore-record';
 import { UndeleteRecord } from './use-cases/undelete-record';
 import { HistoryRepository } from './history/history.repository';
+import { BulkRecords } from './use-cases/bulk-records';
 import { RecordWriteSupport } from './use-cases/write-support';
 
 const USE_CASES = [
@@ -28,6 +29,7 @@ const USE_CASES = [
   RecordHistory,
   RestoreVersion,
   UndeleteRecord,
+  BulkRecords,
 ];
 
 /**

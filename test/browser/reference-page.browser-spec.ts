@@ -95,6 +95,7 @@ describe('reference page through the tenant proxy (browser)', () => {
     await signIn();
     const headers = await page.locator('[data-testid=grid-table] thead th').allTextContents();
     expect(headers.map((h) => h.replace(/[▲▼]/g, '').trim())).toEqual([
+      '', // the row selection column (display.selectionMode multiple)
       'Name',
       'E-mail',
       'Tier',
@@ -300,6 +301,95 @@ describe('reference page through the tenant proxy (browser)', () => {
     expect((await started).status()).toBe(202);
     await page.locator('[data-testid=workflow-status][data-status=COMPLETED]').waitFor({ timeout: 20_000 });
     await withText('workflow-status', /COMPLETED instance \d+ · customer_onboarding v\d+/);
+  });
+
+  step('runs bulk actions on ticked rows: a per-row summary, a confirmation where required', async () => {
+    const ids = (await rowIds()).slice(3, 5);
+    expect(await byId('bulk-make_silver').isDisabled()).toBe(true); // nothing ticked yet
+    for (const id of ids) await byId(`select-${id}`).check();
+    const acted = page.waitForResponse((r) =>
+      r.url().includes('/dataviews/customers_grid/actions/make_silver'),
+    );
+    await clickAndLoad(byId('bulk-make_silver'));
+    expect((await acted).request().postDataJSON()).toEqual({ ids: ids.map(Number) });
+    await withText('bulk-result', 'Make silver: 2 succeeded, 0 failed');
+    for (const id of ids) expect(await byId(`cell-${id}-tier`).textContent()).toBe('silver');
+
+    // A customer of its own to delete (demo customers have orders: 409 dependents_exist).
+    const created = await rig.t.app.inject({
+      method: 'POST',
+      url: '/api/v1/customers',
+      headers: authHeaders(TENANT.acme, token),
+      payload: { name: 'Bulk Target', email: 'bulk-target@acme.example', tier: 'bronze' },
+    });
+    expect(created.statusCode).toBe(201);
+    const target = String(created.json().data.id);
+    await byId('search').fill('Bulk Target');
+    await clickAndLoad(byId('search'), 'Enter');
+    await byId(`select-${target}`).check();
+    let sent = 0;
+    page.on('request', (r) => {
+      if (r.url().includes('/actions/delete_selected')) sent++;
+    });
+    page.once('dialog', (dialog) => void dialog.dismiss());
+    await byId('bulk-delete_selected').click();
+    expect(sent).toBe(0); // dismissed: nothing was sent
+    page.once('dialog', (dialog) => void dialog.accept());
+    await clickAndLoad(byId('bulk-delete_selected'));
+    expect(sent).toBe(1);
+    await withText('bulk-result', 'Delete: 1 succeeded, 0 failed');
+    expect(await rowIds()).not.toContain(target);
+    await byId('search').fill('');
+    await clickAndLoad(byId('search'), 'Enter');
+  });
+
+  step('edits an order status inline on orders_grid (cursor pages), with the 409 panel', async () => {
+    const asAdmin = authHeaders(TENANT.acme, token);
+    const loaded = page.waitForResponse((r) => r.url().includes('/dataviews/orders_grid/data') && r.ok());
+    await page.goto(`${base}/?dataview=orders_grid`);
+    await loaded;
+    await byId('grid-table').locator('tbody tr').first().waitFor();
+    await withText('page-info', 'Page 1');
+    const [id] = await rowIds();
+    // The amount is shown but not editable inline; the status is.
+    expect(await byId(`cell-${id}-amount`).locator('input, select').count()).toBe(0);
+    const select = byId(`inline-${id}-status`);
+    const target = (await select.inputValue()) === 'paid' ? 'shipped' : 'paid';
+    const saved = page.waitForResponse((r) => r.url().endsWith(`/dataviews/orders_grid/rows/${id}`));
+    await select.selectOption(target);
+    expect((await saved).status()).toBe(200);
+    await withText('status', `Saved orders ${id}`);
+    const stored = async () =>
+      (await rig.t.app.inject({ method: 'GET', url: `/api/v1/orders/${id}`, headers: asAdmin })).json()
+        .data as {
+        status: string;
+        lastModified: string;
+      };
+    expect((await stored()).status).toBe(target);
+
+    // Someone else saves the order: the next inline save is a 409 with the conflict panel.
+    const other = await rig.t.app.inject({
+      method: 'PUT',
+      url: `/api/v1/orders/${id}`,
+      headers: asAdmin,
+      payload: { status: 'new', lastModified: (await stored()).lastModified },
+    });
+    expect(other.statusCode).toBe(200);
+    const mine = target === 'paid' ? 'shipped' : 'paid';
+    const stale = page.waitForResponse((r) => r.url().endsWith(`/dataviews/orders_grid/rows/${id}`));
+    await byId(`inline-${id}-status`).selectOption(mine);
+    expect((await stale).status()).toBe(409);
+    await byId('conflict-status').waitFor();
+    expect(await byId('conflict-status').locator('.theirs').textContent()).toBe('new');
+    const overwritten = page.waitForResponse((r) => r.url().endsWith(`/dataviews/orders_grid/rows/${id}`));
+    await byId('conflict-overwrite').click();
+    expect((await overwritten).status()).toBe(200);
+    expect((await stored()).status).toBe(mine);
+
+    const back = page.waitForResponse((r) => r.url().includes('/dataviews/customers_grid/data') && r.ok());
+    await page.goto(`${base}/`);
+    await back;
+    await byId('grid-table').locator('tbody tr').first().waitFor();
   });
 
   step('returns to the login screen after logout', async () => {

@@ -189,6 +189,41 @@ describe('External connections at start-up (D3)', () => {
         expect(await auditRows(ext, id)).toEqual([]);
       });
 
+      it('should write a bulk request across both databases: a savepoint per row on each (D51)', async () => {
+        const before = await countExt();
+        const bulk = (payload: unknown) =>
+          t.app.inject({ method: 'POST', url: `${url}/bulk`, headers: acme, payload: payload as object });
+        const res = await bulk({
+          operation: 'create',
+          records: [
+            { name: 'Bulk Remote 1', email: 'bulk-remote-1@remote.example' },
+            { name: 'Bulk Remote 2', email: 'bulk-remote-2@remote.example', tier: 'no-such-tier' },
+            { name: 'Bulk Remote 3', email: 'bulk-remote-3@remote.example' },
+          ],
+        });
+        expect(res.statusCode).toBe(200);
+        const results = res.json().data.results as Array<{ id: number | null; status: number }>;
+        expect(results.map((r) => r.status)).toEqual([201, 400, 201]);
+        expect(await countExt()).toBe(before + 2);
+        for (const r of [results[0], results[2]]) {
+          expect((await extRow(r.id!)).cus_name).toMatch(/^Bulk Remote/);
+          expect((await auditRows(cfg, r.id!)).map((a) => a.event)).toEqual(['entity.created']);
+        }
+        // All or none: the failing row undoes the other's row in the other database and its audit row.
+        const audits = Number((await cfg.query('SELECT COUNT(*) AS n FROM app_audit_logs'))[0].n);
+        const none = await bulk({
+          operation: 'create',
+          allOrNone: true,
+          records: [
+            { name: 'Bulk Remote 4', email: 'bulk-remote-4@remote.example' },
+            { name: 'Bulk Remote 5', email: 'bulk-remote-1@remote.example' },
+          ],
+        });
+        expect(none.statusCode).toBe(400);
+        expect(await countExt()).toBe(before + 2);
+        expect(Number((await cfg.query('SELECT COUNT(*) AS n FROM app_audit_logs'))[0].n)).toBe(audits);
+      });
+
       it('should check uniqueness in the other database and value sets in the configuration database', async () => {
         const first = await t.app.inject({
           method: 'POST',

@@ -48,6 +48,7 @@ describe('OpenAPI contract: every operation, every documented status', () => {
     const url = path.replace(/\{(\w+)\}/g, (_, name: string) => {
       if (name === 'entity_code') return 'customers';
       if (name === 'dvc_code') return 'customers_grid';
+      if (name === 'actionId') return 'make_silver';
       if (name === 'file_id') return fileId;
       if (name === 'version') return '1';
       if (name === 'code') {
@@ -220,6 +221,24 @@ describe('OpenAPI contract: every operation, every documented status', () => {
       { credit_limit: 1600 },
     );
     expect(saved.status).toBe(200);
+    // Bulk (D51): a result per row (200), all-or-none with a stale row (409).
+    const bulkSaved = await send(main, 'POST', '/api/v1/customers/bulk', admin, {
+      operation: 'update',
+      records: [
+        { id: c.id, lastModified: saved.json.data.lastModified, credit_limit: 1650 },
+        { id: c.id + 100000, lastModified: c.lastModified, tier: 'gold' },
+      ],
+    });
+    expect(bulkSaved.status).toBe(200);
+    expect(
+      (
+        await send(main, 'POST', '/api/v1/customers/bulk', admin, {
+          operation: 'update',
+          allOrNone: true,
+          records: [{ id: c.id, lastModified: c.lastModified, credit_limit: 1 }],
+        })
+      ).status,
+    ).toBe(409);
     expect(
       (await send(main, 'PUT', `/api/v1/customers/${c.id}`, admin, { ...c, credit_limit: 1 })).status,
     ).toBe(409);
@@ -241,6 +260,17 @@ describe('OpenAPI contract: every operation, every documented status', () => {
     ).toBe(200);
     const staleOrder = { status: 'shipped', lastModified: o.lastModified };
     expect((await send(main, 'PUT', `/api/v1/orders/${o.id}`, admin, staleOrder)).status).toBe(409);
+    // Inline editing (D52): a stale token (409), then the current one (200).
+    const inlineUrl = `/api/v1/dataviews/orders_grid/rows/${o.id}`;
+    expect((await send(main, 'PATCH', inlineUrl, admin, staleOrder)).status).toBe(409);
+    const current = (await send(main, 'GET', `/api/v1/orders/${o.id}`, admin)).json.data;
+    const edited = { status: 'shipped', lastModified: current.lastModified };
+    expect((await send(main, 'PATCH', inlineUrl, admin, edited)).status).toBe(200);
+    // A dataview action (D52): a result per row.
+    const acted = await send(main, 'POST', '/api/v1/dataviews/customers_grid/actions/make_silver', admin, {
+      ids: [c.id],
+    });
+    expect(acted.status).toBe(200);
     expect((await send(main, 'DELETE', `/api/v1/orders/${o.id}`, admin)).status).toBe(200);
     expect((await send(main, 'DELETE', `/api/v1/customers/${c.id}`, admin)).status).toBe(200);
     // History (D56): the list, a version, a restore (and a stale one), an undelete.
@@ -486,8 +516,11 @@ describe('OpenAPI contract: every operation, every documented status', () => {
       ['GET', '/api/v1/mongo_customers/1/history'],
       ['GET', '/api/v1/mongo_customers/1/history/1'],
       ['POST', '/api/v1/mongo_customers/1/restore', { undelete: true }],
+      ['POST', '/api/v1/mongo_customers/bulk', { operation: 'delete', ids: [1] }],
       ['GET', '/api/v1/dataviews/mongo_grid/data'],
       ['POST', '/api/v1/dataviews/mongo_grid/export', { format: 'csv' }],
+      ['POST', '/api/v1/dataviews/mongo_grid/actions/make_silver', { ids: [1] }],
+      ['PATCH', '/api/v1/dataviews/mongo_grid/rows/1', { lastModified: null, status: 'paid' }],
     ] as const;
     for (const [method, url, body] of mongo)
       expect([method, url, (await send(main, method, url, root, body)).status]).toEqual([method, url, 501]);

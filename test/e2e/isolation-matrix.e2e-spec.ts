@@ -151,6 +151,7 @@ describe('Tenant isolation matrix (generated)', () => {
       'GET /api/v1/{entity_code}',
       'GET /api/v1/{entity_code}/{id}',
       'POST /api/v1/{entity_code}',
+      'POST /api/v1/{entity_code}/bulk',
       'PUT /api/v1/{entity_code}/{id}',
       'DELETE /api/v1/{entity_code}/{id}',
       'GET /api/v1/records',
@@ -293,11 +294,48 @@ describe('Tenant isolation matrix (generated)', () => {
                 const url = base.replace('{id}', String(id));
                 fail(
                   `restore ${id}`,
-                  (await inject('POST', url, { version: 1, lastModified: new Date().toISOString() })).statusCode,
+                  (await inject('POST', url, { version: 1, lastModified: new Date().toISOString() }))
+                    .statusCode,
                 );
                 fail(`undelete ${id}`, (await inject('POST', url, { undelete: true })).statusCode);
               }
               break;
+            case 'POST /api/v1/{entity_code}/bulk': {
+              // D51: the request refused as a whole, or every row refused as its single route would.
+              const refusedRows = async (what: string, payload: object) => {
+                const res = await inject('POST', base, payload);
+                if (res.statusCode !== 200) return fail(what, res.statusCode);
+                for (const row of res.json().data.results as Array<{ index: number; status: number }>)
+                  fail(`${what} row ${row.index}`, row.status);
+              };
+              const token = new Date().toISOString();
+              await refusedRows('bulk update', {
+                operation: 'update',
+                records: sample.map((id) => ({ id, ...entity.change, lastModified: token })),
+              });
+              await refusedRows('bulk update tenant', {
+                operation: 'update',
+                records: sample.map((id) => ({ id, tenant_id: attacker.tenant, lastModified: token })),
+              });
+              await refusedRows('bulk delete cascade', { operation: 'delete', ids: sample, cascade: true });
+              await refusedRows('bulk delete all-or-none', {
+                operation: 'delete',
+                ids: sample,
+                allOrNone: true,
+              });
+              const victimCustomer = Number(
+                (
+                  await ds.query(
+                    `SELECT MIN(cus_id) AS id FROM demo_customers WHERE cus_tenant_id = ${Number(attacker.victim)}`,
+                  )
+                )[0].id,
+              );
+              await refusedRows('bulk create', {
+                operation: 'create',
+                records: [entity.create(victimCustomer)],
+              });
+              break;
+            }
             default:
               throw new Error(`No attack defined for ${key}`);
           }

@@ -607,6 +607,22 @@ export const DEMO_DATAVIEWS: readonly DemoDataview[] = [
             icon: 'download',
             requireConfirm: false,
           },
+          // D52: actions the server runs.
+          {
+            actionId: 'make_silver',
+            actionName: 'Make silver',
+            operation: 'update',
+            set: { tier: 'silver' },
+            requireConfirm: false,
+          },
+          { actionId: 'delete_selected', actionName: 'Delete', operation: 'delete', requireConfirm: true },
+          {
+            actionId: 'onboard',
+            actionName: 'Start onboarding',
+            operation: 'workflow',
+            workflowCode: 'customer_onboarding',
+            requireConfirm: false,
+          },
         ],
       },
       export: {
@@ -748,7 +764,8 @@ export const DEMO_DATAVIEWS: readonly DemoDataview[] = [
         allowMultiSort: false,
       },
       grouping: NO_GROUPING,
-      inlineEditing: NO_INLINE_EDIT,
+      // D52: the status is edited in the grid; the amount is shown but not editable inline.
+      inlineEditing: { enableInlineEdit: true, editableColumns: ['status'], saveOnBlur: true },
       actions: { enableRowActions: false, enableBulkActions: false, bulkActions: [] },
       export: { enableExport: true, exportFormats: ['csv', 'excel'], exportFilename: 'orders_{date}' },
     },

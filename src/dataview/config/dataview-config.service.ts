@@ -3,6 +3,8 @@ import { createHash } from 'node:crypto';
 import { CacheService } from '../../cache/cache.service';
 import { CACHE_TTL } from '../../cache/cache-keys';
 import { NotFoundError } from '../../common/errors/app-error';
+import { RegistryService } from '../../registry/registry.service';
+import { actionsOf } from '../actions/action-config';
 import { DataviewConfigRepository, DataviewConfigRow } from './dataview-config.repository';
 
 /** A dataview as the service uses it: the winning row, its dvc_config parsed. */
@@ -72,6 +74,7 @@ export class DataviewConfigService {
   constructor(
     private readonly repository: DataviewConfigRepository,
     private readonly cache: CacheService,
+    private readonly registry: RegistryService,
   ) {}
 
   /** The dataview `code` as tenant `tenantId` sees it; 404 NOT_FOUND when there is none. */
@@ -103,7 +106,8 @@ export class DataviewConfigService {
     code: string,
     row: DataviewConfigRow | undefined,
   ): Promise<DataviewDefinition | undefined> {
-    const def = row ? this.definitionOf(row) : undefined;
+    const parsed = row ? this.definitionOf(row) : undefined;
+    const def = parsed && (await this.actionsServable(tenantId, parsed)) ? parsed : undefined;
     if (def)
       await this.cache.setJson(
         this.cache.keys.dataviewConfig(tenantId, def.id),
@@ -116,6 +120,22 @@ export class DataviewConfigService {
       def ? CACHE_TTL.dataviewCode : DATAVIEW_NEGATIVE_TTL_S,
     );
     return def;
+  }
+
+  /**
+   * D52: the bulk actions must name a known operation, and an update's `set` only fields the source
+   * entity has; else the dataview cannot be served (logged, like a profile with a bad row filter).
+   */
+  private async actionsServable(tenantId: string, def: DataviewDefinition): Promise<boolean> {
+    const entity = await this.registry.resolve(tenantId, def.sourceEntity);
+    // An entity the service cannot serve (D26) has no fields to check against: its routes say 501.
+    const { problems } = actionsOf(def.config, entity?.supported ? entity.fields : undefined);
+    if (problems.length === 0) return true;
+    this.logger.error(
+      { dataviewId: def.id, code: def.code, tenantId, problems },
+      'Dataview bulk actions are invalid; the dataview is treated as not found',
+    );
+    return false;
   }
 
   /** The row as a definition; a row whose dvc_config is not a JSON object cannot be served (logged). */

@@ -12,6 +12,7 @@ import { UpdateRecord } from './update-record';
 import { RecordHistory } from './record-history';
 import { RestoreVersion } from './restore-record';
 import { UndeleteRecord } from './undelete-record';
+import { BulkRecords } from './bulk-records';
 
 /**
  * Every records use case takes the access decision itself (D47, issue 22): a caller the guards
@@ -119,13 +120,28 @@ const WALK: Record<string, { internal: string[]; calls: Record<string, [string, 
     },
   },
   CreateRecord: {
-    internal: [],
-    calls: { execute: ['create', (ctx) => new CreateRecord(untouchable).execute(ctx, { name: 'x' })] },
+    internal: ['answer'],
+    calls: {
+      execute: ['create', (ctx) => new CreateRecord(untouchable).execute(ctx, { name: 'x' })],
+      prepare: [
+        'create',
+        (ctx) => new CreateRecord(untouchable).prepare(ctx, { name: 'x', email: 'x@acme.test' }),
+      ],
+      inTransaction: [
+        'create',
+        (ctx) => new CreateRecord(untouchable).inTransaction(ctx, untouchable, untouchable),
+      ],
+    },
   },
   UpdateRecord: {
-    internal: [],
+    internal: ['answer'],
     calls: {
       execute: ['update', (ctx) => new UpdateRecord(untouchable).execute(ctx, 1, { name: 'x' }, { ms: 1 })],
+      prepare: ['update', (ctx) => new UpdateRecord(untouchable).prepare(ctx, 1, { name: 'x' }, { ms: 1 })],
+      inTransaction: [
+        'update',
+        (ctx) => new UpdateRecord(untouchable).inTransaction(ctx, untouchable, untouchable),
+      ],
     },
   },
   DeleteRecord: {
@@ -134,6 +150,36 @@ const WALK: Record<string, { internal: string[]; calls: Record<string, [string, 
       execute: [
         'delete',
         (ctx) => new DeleteRecord(untouchable, untouchable, untouchable).execute(ctx, 1, { cascade: false }),
+      ],
+      // Checks only: once allowed it reaches nothing and answers nothing.
+      prepare: [
+        'delete',
+        (ctx) => {
+          new DeleteRecord(untouchable, untouchable, untouchable).prepare(ctx, 1);
+          throw new Error('is not a function: nothing to reach after the decision');
+        },
+      ],
+      inTransaction: [
+        'delete',
+        (ctx) =>
+          new DeleteRecord(untouchable, untouchable, untouchable).inTransaction(ctx, untouchable, 1, {
+            cascade: false,
+          }),
+      ],
+    },
+  },
+  BulkRecords: {
+    internal: ['prepareAll', 'prepare'],
+    calls: {
+      execute: [
+        'update',
+        (ctx) =>
+          new BulkRecords(untouchable, untouchable, untouchable, untouchable).execute(ctx, {
+            operation: 'update',
+            rows: [{ id: 1, body: { name: 'x' }, expected: { ms: 1 } }],
+            cascade: false,
+            allOrNone: false,
+          }),
       ],
     },
   },
@@ -181,6 +227,7 @@ const CLASSES: Record<string, { prototype: object }> = {
   RecordHistory,
   RestoreVersion,
   UndeleteRecord,
+  BulkRecords,
 };
 
 async function refusal(call: Call, ctx: RecordContext): Promise<unknown> {

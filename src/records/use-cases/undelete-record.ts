@@ -233,7 +233,8 @@ export class UndeleteRecord {
             tx.owns(qr) ? 'referenced-parent' : undefined,
           ),
         );
-        if (!found) out.push({ entity: row.entity.code, id: row.id, field: field.name, references: target.code });
+        if (!found)
+          out.push({ entity: row.entity.code, id: row.id, field: field.name, references: target.code });
       }
     }
     return out;

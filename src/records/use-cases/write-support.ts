@@ -342,6 +342,23 @@ export class RecordWriteSupport {
     for (const x of changed) await this.caches.invalidate(ctx.tenantId, x.entity.code, x.ids, type);
   }
 
+  /**
+   * After a bulk write's commit (D51): every row's structured audit line, then one invalidation per
+   * entity touched — its list keys dropped once and its collection events published as one batch.
+   */
+  async afterBulkCommit(
+    ctx: RecordContext,
+    entries: EntityAuditEntry[],
+    changed: Array<{ entity: EntityInfo; ids: number[] }>,
+    event: EntityAuditEntry['event'],
+  ): Promise<void> {
+    for (const entry of entries) if (auditWanted(ctx.policy.audit, entry.event)) this.audit.log(entry);
+    const byEntity = new Map<string, number[]>();
+    for (const x of changed) byEntity.set(x.entity.code, [...(byEntity.get(x.entity.code) ?? []), ...x.ids]);
+    for (const [code, ids] of byEntity)
+      await this.caches.invalidate(ctx.tenantId, code, ids, EVENT_TYPE[event]);
+  }
+
   /** The audit row, in the transaction, when the profile's flags ask for it. */
   async recordAudit(ctx: RecordContext, qr: QueryRunner, entry: EntityAuditEntry): Promise<void> {
     if (auditWanted(ctx.policy.audit, entry.event)) await this.audit.record(qr, entry);

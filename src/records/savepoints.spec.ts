@@ -1,0 +1,54 @@
+import type { QueryRunner } from 'typeorm';
+import { RecordsWriteRepository, TransactionLost, WriteTx } from './records-write.repository';
+
+/** A runner that records its statements; `failOn` makes one of them throw. */
+function runner(type: string, failOn?: RegExp): QueryRunner & { log: string[] } {
+  const log: string[] = [];
+  return {
+    log,
+    connection: { driver: { options: { type } } },
+    query: (sql: string) => {
+      log.push(sql);
+      return failOn?.test(sql) ? Promise.reject(new Error(`failed: ${sql}`)) : Promise.resolve([]);
+    },
+  } as unknown as QueryRunner & { log: string[] };
+}
+
+describe('withinSavepoint (a bulk write row, D51)', () => {
+  const repository = new RecordsWriteRepository(null as never, null as never, null as never);
+
+  it('should release the savepoint of a row that succeeds', async () => {
+    const qr = runner('postgres');
+    await expect(repository.withinSavepoint(new WriteTx(qr, qr), 'bulk_row', async () => 7)).resolves.toBe(7);
+    expect(qr.log).toEqual(['SAVEPOINT bulk_row', 'RELEASE SAVEPOINT bulk_row']);
+  });
+
+  it('should undo a failing row alone and throw its error on', async () => {
+    const qr = runner('postgres');
+    const rowError = new Error('row failed');
+    await expect(
+      repository.withinSavepoint(new WriteTx(qr, qr), 'bulk_row', () => Promise.reject(rowError)),
+    ).rejects.toBe(rowError);
+    expect(qr.log).toEqual(['SAVEPOINT bulk_row', 'ROLLBACK TO SAVEPOINT bulk_row']);
+  });
+
+  it('should take and undo the savepoint on both runners when the entity lives in another database', async () => {
+    const data = runner('mysql');
+    const config = runner('mssql');
+    await expect(
+      repository.withinSavepoint(new WriteTx(data, config), 'bulk_row', () => Promise.reject(new Error('x'))),
+    ).rejects.toThrow('x');
+    expect(data.log).toEqual(['SAVEPOINT bulk_row', 'ROLLBACK TO SAVEPOINT bulk_row']);
+    expect(config.log).toEqual(['SAVE TRANSACTION bulk_row', 'ROLLBACK TRANSACTION bulk_row']);
+  });
+
+  it('should say the transaction is lost when the undo fails (a MariaDB deadlock ended it)', async () => {
+    const qr = runner('mysql', /^ROLLBACK TO/);
+    const deadlock = Object.assign(new Error('Deadlock found'), { errno: 1213 });
+    const err: unknown = await repository
+      .withinSavepoint(new WriteTx(qr, qr), 'bulk_row', () => Promise.reject(deadlock))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TransactionLost);
+    expect((err as TransactionLost).failure).toBe(deadlock);
+  });
+});

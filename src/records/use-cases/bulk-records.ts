@@ -1,0 +1,242 @@
+import { Injectable } from '@nestjs/common';
+import { AppError, ValidationError } from '../../common/errors/app-error';
+import { translateDbError } from '../../database/dialect/constraint-errors';
+import { assertCanPerform, type RecordAction } from '../../profile/access/can-perform';
+import type { EntityInfo } from '../../registry/registry.types';
+import type { EntityAuditEntry } from '../audit.service';
+import type { ExpectedToken } from '../concurrency-token';
+import type { RecordContext } from '../record-context';
+import type { Row } from '../records-read.repository';
+import { TransactionLost, type WriteTx } from '../records-write.repository';
+import { isRecordId } from '../values';
+import { CreateRecord } from './create-record';
+import { DeleteRecord } from './delete-record';
+import { UpdateRecord } from './update-record';
+import { RecordWriteSupport } from './write-support';
+
+export type BulkOperation = 'create' | 'update' | 'delete';
+
+/**
+ * One row of a bulk write, already read from its transport: a create's field values (`body`), an
+ * update's id, field values and token, a delete's id. An id the record key cannot hold is NaN (the
+ * row then fails as the single route would: 404).
+ */
+export interface BulkRowInput {
+  id?: number;
+  body?: unknown;
+  expected?: ExpectedToken;
+}
+
+export interface BulkInput {
+  operation: BulkOperation;
+  rows: BulkRowInput[];
+  /** Delete only (D25): dependents go too. */
+  cascade: boolean;
+  /** One transaction for all: any failing row and nothing is written. */
+  allOrNone: boolean;
+}
+
+/** A row's outcome: the record as the single route answers it, or the domain error it met. */
+export type BulkRowOutcome =
+  | {
+      index: number;
+      id: number | null;
+      ok: true;
+      record: Row | null;
+      lastModified: string | null;
+      /** A workflow action's row (D52): the instance it started. */
+      instanceId?: number;
+    }
+  | { index: number; id: number | null; ok: false; error: AppError };
+
+export interface BulkResult {
+  /** workflow: a dataview action starting one instance per row (D52), answered like a bulk. */
+  operation: BulkOperation | 'workflow';
+  /** false when allOrNone rolled everything back because a row failed. */
+  committed: boolean;
+  rows: BulkRowOutcome[];
+  succeeded: number;
+  failed: number;
+}
+
+/** Thrown inside the transaction to roll an all-or-none bulk back; caught right outside it. */
+class RolledBack extends Error {
+  constructor(readonly rows: BulkRowOutcome[]) {
+    super('bulk rolled back');
+  }
+}
+
+type Done = { id: number; entry: EntityAuditEntry; removed: Array<{ entity: EntityInfo; ids: number[] }> };
+
+const EVENT_OF = {
+  create: 'entity.created',
+  update: 'entity.updated',
+  delete: 'entity.deleted',
+} as const satisfies Record<BulkOperation, EntityAuditEntry['event']>;
+
+const ACTION_OF: Record<BulkOperation, RecordAction> = {
+  create: 'create',
+  update: 'update',
+  delete: 'delete',
+};
+
+/**
+ * Bulk create, update or delete (D51). Every row runs the single-record use case's own steps — its
+ * checks before the transaction, then its write inside a savepoint of one shared transaction — so a
+ * row's result is exactly what the single route would have answered, and a failing row undoes only
+ * its own statements. `allOrNone` rolls the whole transaction back when any row failed. After the
+ * commit: the rows' audit lines, and one invalidation (list keys once, one batch of collection
+ * events) per entity touched.
+ *
+ * The access decision is the request's (the same context for every row): refused, the whole request
+ * is refused. Per-row refusals remain where the decision depends on the row (a cascade onto an
+ * entity the caller may not delete).
+ */
+@Injectable()
+export class BulkRecords {
+  constructor(
+    private readonly support: RecordWriteSupport,
+    private readonly creates: CreateRecord,
+    private readonly updates: UpdateRecord,
+    private readonly deletes: DeleteRecord,
+  ) {}
+
+  async execute(ctx: RecordContext, input: BulkInput): Promise<BulkResult> {
+    assertCanPerform(ACTION_OF[input.operation], ctx);
+    const duplicate = duplicateIds(input);
+    if (duplicate.length > 0)
+      throw new ValidationError(
+        'Validation failed',
+        duplicate.map((index) => ({
+          field: `rows[${index}].id`,
+          error: 'names a record an earlier row names',
+        })),
+      );
+    const steps = await this.prepareAll(ctx, input);
+    const s = this.support;
+    const outcomes: BulkRowOutcome[] = new Array<BulkRowOutcome>(input.rows.length);
+    const done: Done[] = [];
+    try {
+      await s.withTransaction(ctx, async (tx) => {
+        for (const [index, step] of steps.entries()) {
+          const id = input.rows[index].id ?? null;
+          const rowId = id !== null && Number.isFinite(id) ? id : null;
+          if (step instanceof AppError) {
+            outcomes[index] = { index, id: rowId, ok: false, error: step };
+            continue;
+          }
+          try {
+            const result = await s.repository.withinSavepoint(tx, 'bulk_row', () => step(tx));
+            outcomes[index] = { index, id: result.done.id, ok: true, ...result.answer };
+            done.push(result.done);
+          } catch (err) {
+            // The transaction itself is gone: the request fails as a whole, with the row's error
+            // (a deadlock: 409 busy, retry the request).
+            if (err instanceof TransactionLost) throw err.failure;
+            const error = translateDbError(err, ctx.entity);
+            // Anything but a domain error (a lost connection, a failed undo) ends the whole request.
+            if (!(error instanceof AppError)) throw err;
+            outcomes[index] = { index, id: rowId, ok: false, error };
+          }
+        }
+        if (input.allOrNone && outcomes.some((o) => !o.ok)) throw new RolledBack(outcomes);
+      });
+    } catch (err) {
+      if (err instanceof RolledBack) return summary(input.operation, false, err.rows);
+      throw err;
+    }
+    await s.afterBulkCommit(
+      ctx,
+      done.map((d) => d.entry),
+      done.flatMap((d) => d.removed),
+      EVENT_OF[input.operation],
+    );
+    return summary(input.operation, true, outcomes);
+  }
+
+  /**
+   * Each row's steps before the transaction (payload, token, write-only inputs hashed), as the single
+   * routes take them: a row failing here gets its error; the others a function to run in the
+   * transaction.
+   */
+  private async prepareAll(
+    ctx: RecordContext,
+    input: BulkInput,
+  ): Promise<Array<AppError | ((tx: WriteTx) => Promise<{ done: Done; answer: Answer }>)>> {
+    const out: Array<AppError | ((tx: WriteTx) => Promise<{ done: Done; answer: Answer }>)> = [];
+    for (const row of input.rows) {
+      try {
+        out.push(await this.prepare(ctx, input, row));
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        out.push(err);
+      }
+    }
+    return out;
+  }
+
+  private async prepare(
+    ctx: RecordContext,
+    input: BulkInput,
+    row: BulkRowInput,
+  ): Promise<(tx: WriteTx) => Promise<{ done: Done; answer: Answer }>> {
+    switch (input.operation) {
+      case 'create': {
+        const prepared = await this.creates.prepare(ctx, row.body);
+        return async (tx) => {
+          const done = await this.creates.inTransaction(ctx, tx, prepared);
+          const record = this.creates.answer(ctx, done);
+          return {
+            done: { ...done, removed: [{ entity: ctx.entity, ids: [done.id] }] },
+            answer: { record, lastModified: done.token },
+          };
+        };
+      }
+      case 'update': {
+        const id = row.id ?? NaN;
+        const expected = row.expected ?? { ms: NaN, error: { field: 'lastModified', error: 'is required' } };
+        // As the single route: a missing token is reported first, even for an id the key cannot hold.
+        if (!isRecordId(id) && expected.error)
+          throw new ValidationError('Validation failed', [expected.error]);
+        const prepared = await this.updates.prepare(ctx, id, row.body, expected);
+        return async (tx) => {
+          const done = await this.updates.inTransaction(ctx, tx, prepared);
+          const record = this.updates.answer(ctx, done);
+          return {
+            done: { ...done, removed: [{ entity: ctx.entity, ids: [done.id] }] },
+            answer: { record, lastModified: done.token },
+          };
+        };
+      }
+      case 'delete': {
+        const id = row.id ?? NaN;
+        this.deletes.prepare(ctx, id);
+        return async (tx) => {
+          const done = await this.deletes.inTransaction(ctx, tx, id, { cascade: input.cascade });
+          return { done, answer: { record: null, lastModified: null } };
+        };
+      }
+    }
+  }
+}
+
+type Answer = { record: Row | null; lastModified: string | null };
+
+function summary(operation: BulkOperation, committed: boolean, rows: BulkRowOutcome[]): BulkResult {
+  const failed = rows.filter((r) => !r.ok).length;
+  return { operation, committed, rows, succeeded: rows.length - failed, failed };
+}
+
+/** Indexes of rows naming an id an earlier row already names (update and delete). */
+function duplicateIds(input: BulkInput): number[] {
+  if (input.operation === 'create') return [];
+  const seen = new Set<number>();
+  const out: number[] = [];
+  for (const [index, row] of input.rows.entries()) {
+    const id = row.id;
+    if (id === undefined || !Number.isFinite(id)) continue;
+    if (seen.has(id)) out.push(index);
+    seen.add(id);
+  }
+  return out;
+}
