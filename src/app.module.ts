@@ -23,6 +23,7 @@ import { RegistryModule } from './registry/registry.module';
 import { TenantGuard } from './tenant/tenant.guard';
 import { TenantRateLimitGuard } from './tenant/tenant-rate-limit.guard';
 import { TenantModule } from './tenant/tenant.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
 import { WorkflowModule } from './workflow/workflow.module';
 
 /**
@@ -51,6 +52,7 @@ export class AppModule {
         DataviewModule,
         WorkflowModule,
         ConfigDeliveryModule,
+        WebhooksModule,
         DevUiModule,
         ...extraModules,
       ],

@@ -114,6 +114,23 @@ export interface AppConfig {
   };
   /** The background-job worker of this instance (src/jobs; leases as D49). */
   jobs: { worker: boolean; leaseMs: number; pollMs: number };
+  /** D54: the outbox's retention and the webhook worker of this instance. */
+  events: { retentionS: number };
+  webhooks: {
+    worker: boolean;
+    concurrency: number;
+    timeoutMs: number;
+    maxAttempts: number;
+    leaseMs: number;
+    pollMs: number;
+    /** Delays before retry 1, 2, … in ms (the last repeats). */
+    retryScheduleMs: number[];
+    disableAfterMs: number;
+    /** Hosts (lower case) and addresses allowed although private; empty = none. */
+    allowedHosts: string[];
+    /** Loopback, link-local and private addresses are refused (everywhere but development). */
+    refusePrivate: boolean;
+  };
   /** D49: the workflow worker of this instance. */
   workflow: { worker: boolean; concurrency: number; leaseMs: number; pollMs: number };
   smtpUrl: string | undefined;
@@ -348,6 +365,29 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       maxPerInstance: v.EXPORT_MAX_PER_INSTANCE(),
     },
     jobs: { worker: v.JOB_WORKER !== 'off', leaseMs: v.JOB_LEASE_MS(), pollMs: v.JOB_POLL_MS() },
+    events: { retentionS: v.EVENTS_RETENTION_S() },
+    webhooks: {
+      worker: v.WEBHOOK_WORKER !== 'off',
+      concurrency: v.WEBHOOK_CONCURRENCY(),
+      timeoutMs: v.WEBHOOK_TIMEOUT_MS(),
+      maxAttempts: v.WEBHOOK_MAX_ATTEMPTS(),
+      leaseMs: v.WEBHOOK_LEASE_MS(),
+      pollMs: v.WEBHOOK_POLL_MS(),
+      retryScheduleMs: (v.WEBHOOK_RETRY_SCHEDULE_S ?? '5,300,1800,7200,18000,36000')
+        .split(',')
+        .map((x) => Math.round(Number(x.trim()) * 1000)),
+      disableAfterMs: v.WEBHOOK_DISABLE_AFTER_S() * 1000,
+      allowedHosts: (v.WEBHOOK_ALLOWED_HOSTS ?? '')
+        .split(',')
+        .map((x) =>
+          x
+            .trim()
+            .toLowerCase()
+            .replace(/^\[|\]$/g, ''),
+        )
+        .filter((x) => x !== ''),
+      refusePrivate: nodeEnv !== 'development',
+    },
     workflow: {
       worker: v.WORKFLOW_WORKER !== 'off',
       concurrency: v.WORKFLOW_WORKER_CONCURRENCY(),

@@ -16,6 +16,8 @@ import { insertedId, insertRow, scopedUpdate } from './query/statements';
 import type { Row } from './records-read.repository';
 import { scoped } from './query/select';
 import { col, ScopeRule, tenantScope } from './scope';
+import { OutboxRepository } from './outbox/outbox.repository';
+import type { OutboxEvent, PendingEvent } from './outbox/outbox.types';
 
 /** A row as loaded for a write: its fields by name plus the raw concurrency and audit columns. */
 export interface WriteRow {
@@ -33,6 +35,13 @@ export interface WriteRow {
 export class WriteTx {
   /** Session-scoped locks to release once the transaction has ended (MariaDB named locks). */
   readonly releases: LockStatement[] = [];
+  /**
+   * D54: the events of this write, added to the outbox as the transaction's last statements (so
+   * they commit with it, or not at all). Every records write adds its events here.
+   */
+  readonly events: PendingEvent[] = [];
+  /** The events as committed (ids and sequences), once the transaction has committed. */
+  committedEvents: OutboxEvent[] = [];
 
   constructor(
     readonly data: QueryRunner,
@@ -55,6 +64,11 @@ export class WriteTx {
   /** Whether `qr` is one of this write's transaction runners (row locks need a transaction). */
   owns(qr: QueryRunner): boolean {
     return qr === this.data || qr === this.config;
+  }
+
+  /** Adds an event of this write to the outbox, in this transaction (D54). */
+  emit(event: PendingEvent): void {
+    this.events.push(event);
   }
 }
 
@@ -90,6 +104,7 @@ export class RecordsWriteRepository {
     @InjectConfig() private readonly config: AppConfig,
     private readonly database: DatabaseService,
     private readonly connections: ConnectionsService,
+    private readonly outbox: OutboxRepository,
   ) {}
 
   /** D3: the DataSource an entity's rows live in (the configuration database for null / 'default'). */
@@ -120,6 +135,9 @@ export class RecordsWriteRepository {
         if (dataDs !== configDs) data = await this.begin(dataDs, isolation);
         tx = new WriteTx(data, config);
         const result = await work(tx);
+        // D54: the outbox rows last, after every other lock of the write, on the configuration
+        // database beside the audit rows; the tenant's sequence stays locked until the commit.
+        if (tx.events.length > 0) tx.committedEvents = await this.outbox.append(config, tx.events);
         if (tx.spansTwoDatabases) {
           await data.commitTransaction();
           try {

@@ -5,6 +5,7 @@ import { EntityAuditService } from './audit.service';
 import { CascadePlanner } from './cascade-planner';
 import { RecordContextFactory } from './record-context.factory';
 import { RecordHooks } from './record-hooks';
+import { OutboxRepository } from './outbox/outbox.repository';
 import { RecordsReadRepository } from './records-read.repository';
 import { RecordsWriteRepository } from './records-write.repository';
 import { AggregateRecords } from './use-cases/aggregate-records';
@@ -32,7 +33,15 @@ const USE_CASES = [ReadRecord, ListRecords, PageRecords, CreateRecord, UpdateRec
     EntityAuditService,
     RecordContextFactory,
     RecordHooks,
+    OutboxRepository,
   ],
-  exports: [...USE_CASES, RecordContextFactory, RecordHooks, AggregateRecords, RecordsWriteRepository],
+  exports: [
+    OutboxRepository,
+    ...USE_CASES,
+    RecordContextFactory,
+    RecordHooks,
+    AggregateRecords,
+    RecordsWriteRepository,
+  ],
 })
 export class RecordsModule {}

@@ -4,6 +4,7 @@ import {
   ADDED_COLUMNS,
   EXPORT_TABLES,
   JOB_TABLES,
+  OUTBOX_TABLES,
   REVOCATION_TABLES,
   TABLES,
   WORKFLOW_INSTANCE_COLUMNS,
@@ -12,7 +13,7 @@ import {
 } from '../../src/database/schema';
 import { createTestDatabase, migratedDataSource, TestDatabase } from '../support/test-database';
 
-describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime, TenantKeyIndexes, Jobs)', () => {
+describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime, TenantKeyIndexes, Jobs, Outbox)', () => {
   let db: TestDatabase;
   let ds: DataSource;
 
@@ -35,6 +36,7 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         ...EXPORT_TABLES,
         WORKFLOW_STEP_KEYS_TABLE,
         ...JOB_TABLES,
+        ...OUTBOX_TABLES,
       ]) {
         const table = await qr.getTable(def.name);
         expect(table).toBeDefined();
@@ -114,8 +116,13 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         'WorkflowRuntime1795478400000',
         'TenantKeyIndexes1795564800000',
         'Jobs1795651200000',
+        'Outbox1795737600000',
       ]);
-      // Newest first: Jobs drops its table only.
+      // Newest first: Outbox drops its tables only.
+      await ds.undoLastMigration({ transaction: 'each' });
+      for (const def of OUTBOX_TABLES) expect(await qr.hasTable(def.name)).toBe(false);
+      expect(await qr.hasTable('app_jobs')).toBe(true);
+      // Then Jobs drops its table only.
       await ds.undoLastMigration({ transaction: 'each' });
       for (const def of JOB_TABLES) expect(await qr.hasTable(def.name)).toBe(false);
       expect(await qr.hasTable('app_export_files')).toBe(true);
@@ -150,6 +157,7 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         'WorkflowRuntime1795478400000',
         'TenantKeyIndexes1795564800000',
         'Jobs1795651200000',
+        'Outbox1795737600000',
       ]);
       expect(await indexNames('demo_orders')).toContain('IDX_demo_orders_ord_tenant_id_ord_id');
       for (const def of [
@@ -158,6 +166,7 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         ...EXPORT_TABLES,
         WORKFLOW_STEP_KEYS_TABLE,
         ...JOB_TABLES,
+        ...OUTBOX_TABLES,
       ])
         expect(await qr.hasTable(def.name)).toBe(true);
       const queue = await qr.getTable('wft_queue');

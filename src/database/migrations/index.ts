@@ -4,6 +4,7 @@ import { ExportFiles1795392000000 } from './1795392000000-export-files';
 import { WorkflowRuntime1795478400000 } from './1795478400000-workflow-runtime';
 import { TenantKeyIndexes1795564800000 } from './1795564800000-tenant-key-indexes';
 import { Jobs1795651200000 } from './1795651200000-jobs';
+import { Outbox1795737600000 } from './1795737600000-outbox';
 
 /** Migrations in the order they run. Never edit one that has landed; add a new one. */
 export const MIGRATIONS = [
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   WorkflowRuntime1795478400000,
   TenantKeyIndexes1795564800000,
   Jobs1795651200000,
+  Outbox1795737600000,
 ];

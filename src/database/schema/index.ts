@@ -12,3 +12,4 @@ export { toTable, toTableColumn, toTableIndex } from './to-table';
 export * from './workflow-runtime';
 export * from './tenant-indexes';
 export * from './jobs';
+export * from './outbox';

@@ -1,10 +1,4 @@
-import type {
-  DataSource,
-  InsertQueryBuilder,
-  ObjectLiteral,
-  QueryRunner,
-  UpdateQueryBuilder,
-} from 'typeorm';
+import type { DataSource, InsertQueryBuilder, ObjectLiteral, QueryRunner, UpdateQueryBuilder } from 'typeorm';
 import { dialectOf } from '../../database/dialect';
 import { insertedKeyOf, returningOf } from '../../database/dialect/returning';
 import type { EntityInfo } from '../../registry/registry.types';

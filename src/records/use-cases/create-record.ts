@@ -53,6 +53,8 @@ export class CreateRecord {
       const after = stored ? s.typed(fields, stored.fields) : s.snapshot(entity, newId, checked.values);
       const auditEntry = s.entry(ctx, 'entity.created', newId, null, after, now);
       await s.recordAudit(ctx, tx.config, auditEntry);
+      const set = [...checked.values.map((v) => v.field.name), ...secrets.map((x) => x.input)];
+      s.emit(tx, ctx, entity, 'created', newId, set, after, now);
       await hooks.beforeCommit?.(tx, newId);
       return { id: newId, entry: auditEntry, record: after };
     });

@@ -83,6 +83,9 @@ export class DeleteRecord {
       const after = { deleted_by: ctx.user.email, deleted_at: deletedAt, cascaded };
       const auditEntry = s.entry(ctx, 'entity.deleted', id, before, after, at);
       await s.recordAudit(ctx, tx.config, auditEntry);
+      s.emit(tx, ctx, entity, 'deleted', id, [], before, at);
+      for (const step of plan.cascade)
+        for (const row of step.rows) s.emit(tx, ctx, step.entity, 'deleted', row.id, [], { id: row.id }, at);
       // Every cascaded row gets an audit row of its own, pointing back at the parent.
       for (const step of plan.cascade) {
         for (const row of step.rows) {

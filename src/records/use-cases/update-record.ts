@@ -100,6 +100,8 @@ export class UpdateRecord {
       const after = stored
         ? s.typed(fields, stored.fields)
         : { ...before, ...s.snapshot(entity, id, values) };
+      const names = [...changed.map((v) => v.field.name), ...secrets.map((x) => x.input)];
+      s.emit(tx, ctx, entity, 'updated', id, names, { ...after }, at);
       // Write-only inputs are never stored in the audit, but that they changed is.
       for (const secret of secrets) after[secret.input] = '[changed]';
       const auditEntry = s.entry(ctx, 'entity.updated', id, before, after, at);

@@ -17,6 +17,7 @@ import { RecordsWriteRepository, WriteTx } from '../records-write.repository';
 import { toDbTimestamp } from '../../database/dialect/timestamps';
 import type { CheckedPayload, AcceptedValue } from '../validation';
 import { fromDb, toDb } from '../values';
+import type { EventAction } from '../outbox/outbox.types';
 
 /** D37's event type of an audit event: entity.created → created, and so on. */
 /**
@@ -322,6 +323,33 @@ export class RecordWriteSupport {
     // D37's event type: entity.created → created, and so on (cascaded rows are deleted too).
     const type = EVENT_TYPE[entry.event];
     for (const x of changed) await this.caches.invalidate(ctx.tenantId, x.entity.code, x.ids, type);
+  }
+
+  /**
+   * D54: the write's event for the outbox, committed with the write (WriteTx.emit). `record` is the
+   * row as stored (hidden fields are never in a snapshot); `changes` the fields the write set.
+   */
+  emit(
+    tx: WriteTx,
+    ctx: RecordContext,
+    entity: EntityInfo,
+    action: EventAction,
+    recordId: number,
+    changes: string[],
+    record: Row | null,
+    at: number,
+  ): void {
+    tx.emit({
+      tenantId: ctx.tenantId,
+      action,
+      entityCode: entity.code,
+      recordId,
+      occurredAt: at,
+      actor: { userId: ctx.user.userId, email: ctx.user.email },
+      requestId: ctx.requestId,
+      changes: [...new Set(changes)],
+      record,
+    });
   }
 
   /** The audit row, in the transaction, when the profile's flags ask for it. */
