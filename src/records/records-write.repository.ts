@@ -151,6 +151,7 @@ export class RecordsWriteRepository {
         } else {
           await config.commitTransaction();
         }
+        if (tx.committedEvents.length > 0) this.outbox.committed(tx.committedEvents);
         return result;
       } catch (err) {
         for (const qr of new Set([data, config])) {

@@ -25,14 +25,20 @@ export class ConnectionStringCryptoError extends Error {
   }
 }
 
-function aesKey(key: string | Buffer): Buffer {
+/**
+ * The HKDF `info` of another secret kept at rest the same way (D54: a webhook's signing secret is
+ * `mtb:app_webhooks:v1`), so that one configured key never encrypts two kinds of data directly.
+ */
+export type SecretPurpose = 'mtb:app_connections:v1' | 'mtb:app_webhooks:v1';
+
+function aesKey(key: string | Buffer, info: Buffer = HKDF_INFO): Buffer {
   const master = Buffer.isBuffer(key) ? key : decodeKey32(key);
   if (!master || master.length !== 32) {
     throw new ConnectionStringCryptoError(
       'CONNECTION_ENCRYPTION_KEY must be 32 bytes as 64 hex characters or base64',
     );
   }
-  return Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), HKDF_INFO, 32));
+  return Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), info, 32));
 }
 
 /** True when the value has the stored form's prefix (it may still fail to decrypt). */
@@ -41,10 +47,16 @@ export function isEncryptedConnectionString(value: string): boolean {
 }
 
 /** Encrypts a connection URL into the stored form; a fresh random IV every call. */
-export function encryptConnectionString(plain: string, key: string | Buffer): string {
+export function encryptConnectionString(
+  plain: string,
+  key: string | Buffer,
+  purpose: SecretPurpose = 'mtb:app_connections:v1',
+): string {
   if (plain.trim() === '') throw new ConnectionStringCryptoError('The connection string is empty');
   const iv = randomBytes(IV_BYTES);
-  const cipher = createCipheriv(ALGORITHM, aesKey(key), iv, { authTagLength: TAG_BYTES });
+  const cipher = createCipheriv(ALGORITHM, aesKey(key, Buffer.from(purpose)), iv, {
+    authTagLength: TAG_BYTES,
+  });
   const ciphertext = Buffer.concat([cipher.update(plain.trim(), 'utf8'), cipher.final()]);
   return `${CONNECTION_STRING_PREFIX}${iv.toString('hex')}:${cipher.getAuthTag().toString('hex')}:${ciphertext.toString('hex')}`;
 }
@@ -53,7 +65,11 @@ export function encryptConnectionString(plain: string, key: string | Buffer): st
  * Decrypts the stored form. Throws ConnectionStringCryptoError for a plain value, a malformed
  * value, a wrong key or tampered data; the message never contains the value.
  */
-export function decryptConnectionString(stored: string, key: string | Buffer): string {
+export function decryptConnectionString(
+  stored: string,
+  key: string | Buffer,
+  purpose: SecretPurpose = 'mtb:app_connections:v1',
+): string {
   const value = stored.trim();
   if (!isEncryptedConnectionString(value)) {
     throw new ConnectionStringCryptoError(
@@ -63,7 +79,7 @@ export function decryptConnectionString(stored: string, key: string | Buffer): s
   const m = STORED.exec(value);
   if (!m) throw new ConnectionStringCryptoError('malformed encrypted value');
   const [, ivHex, tagHex, dataHex] = m;
-  const k = aesKey(key);
+  const k = aesKey(key, Buffer.from(purpose));
   try {
     const decipher = createDecipheriv(ALGORITHM, k, Buffer.from(ivHex, 'hex'), { authTagLength: TAG_BYTES });
     decipher.setAuthTag(Buffer.from(tagHex, 'hex'));

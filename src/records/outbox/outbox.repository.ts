@@ -36,6 +36,27 @@ function parseJson<T>(value: unknown, fallback: T): T {
 export class OutboxRepository {
   /** Tenants whose counter row is known to exist (it is never removed). */
   private readonly counted = new Set<number>();
+  private readonly listeners = new Set<(events: readonly OutboxEvent[]) => void>();
+
+  /**
+   * Calls `listener` after each commit of this process that added events (the webhook worker
+   * wakes up, the live changes of D55 can fan out); the unsubscribe function.
+   */
+  onCommitted(listener: (events: readonly OutboxEvent[]) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Called by the write path once a transaction with events has committed. */
+  committed(events: readonly OutboxEvent[]): void {
+    for (const l of this.listeners) {
+      try {
+        l(events);
+      } catch {
+        // A listener's failure is its own; the write has committed.
+      }
+    }
+  }
 
   constructor(private readonly database: DatabaseService) {}
 
