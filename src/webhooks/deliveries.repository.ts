@@ -201,9 +201,10 @@ export class DeliveriesRepository {
     status: Exclude<DeliveryStatus, 'DELIVERING'>,
     outcome: AttemptOutcome,
     nextAttemptAt: number | null,
+    qr?: QueryRunner,
   ): Promise<boolean> {
     const result = await this.ds
-      .createQueryBuilder()
+      .createQueryBuilder(qr)
       .update(TABLE)
       .set({
         whd_status: status,
@@ -266,9 +267,15 @@ export class DeliveriesRepository {
    * Sends a delivery again (the retry route): PENDING, due now, its attempts counted afresh; a
    * delivery being sent right now is left to its worker. Whether it was queued.
    */
-  async requeue(tenantId: string, webhookId: number, id: number, now: number): Promise<boolean> {
+  async requeue(
+    tenantId: string,
+    webhookId: number,
+    id: number,
+    now: number,
+    qr?: QueryRunner,
+  ): Promise<boolean> {
     const result = await this.ds
-      .createQueryBuilder()
+      .createQueryBuilder(qr)
       .update(TABLE)
       .set({
         whd_status: 'PENDING',

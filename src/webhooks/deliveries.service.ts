@@ -1,6 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ConflictError, NotFoundError, ValidationError, type FieldError } from '../common/errors/app-error';
 import type { AuthUser } from '../common/request-context';
+import { DatabaseService } from '../database/database.service';
+import { RecordsWriteRepository } from '../records/records-write.repository';
 import { DeliveriesRepository, type Delivery } from './deliveries.repository';
 import { DELIVERY_STATUSES, type DeliveryStatus, type DeliveryView } from './webhook.types';
 import { WebhookWorker } from './webhook-worker';
@@ -39,6 +41,8 @@ export class DeliveriesService {
     private readonly webhooks: WebhooksService,
     private readonly deliveries: DeliveriesRepository,
     private readonly worker: WebhookWorker,
+    private readonly writes: RecordsWriteRepository,
+    private readonly database: DatabaseService,
   ) {}
 
   async list(
@@ -79,8 +83,10 @@ export class DeliveriesService {
     const found =
       Number.isSafeInteger(id) && id > 0 ? await this.deliveries.find(user.tenantId, webhook.id, id) : null;
     if (!found) throw new NotFoundError(`Delivery ${rawId} not found`);
-    if (!(await this.deliveries.requeue(user.tenantId, webhook.id, id, Date.now())))
-      throw new ConflictError(`Delivery ${id} is being sent now; retry later`, null, 'busy');
+    const queued = await this.writes.transaction(this.database.dataSource, (tx) =>
+      this.deliveries.requeue(user.tenantId, webhook.id, id, Date.now(), tx.config),
+    );
+    if (!queued) throw new ConflictError(`Delivery ${id} is being sent now; retry later`, null, 'busy');
     this.logger.log(
       { event: 'webhook_replay', tenantId: user.tenantId, webhook: code, deliveryId: id },
       'webhook_replay',

@@ -7,6 +7,7 @@ import {
 } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { QueryRunner } from 'typeorm';
 import { errorMessage } from '../common/errors/error-message';
 import type { AppConfig } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';
@@ -76,6 +77,15 @@ export class WebhookWorker implements OnApplicationBootstrap, BeforeApplicationS
     private readonly telemetry: WebhookTelemetry,
     private readonly readiness: ReadinessService,
   ) {}
+
+  /**
+   * A write of the worker in a transaction of the records core's: on SQLite (one connection per
+   * file) a bare statement would otherwise run inside whatever write transaction is open and share
+   * its fate; there every write queues behind the single writer instead.
+   */
+  private tx<T>(work: (qr: QueryRunner) => Promise<T>): Promise<T> {
+    return this.writes.transaction(this.database.dataSource, (t) => work(t.config), 'READ COMMITTED');
+  }
 
   /** A claim's lease outlives one attempt (its timeout) with room to write the outcome. */
   private get leaseMs(): number {
@@ -165,7 +175,8 @@ export class WebhookWorker implements OnApplicationBootstrap, BeforeApplicationS
 
   private async relay(webhook: WebhookRow): Promise<number> {
     const owner = `${this.workerId}#relay`;
-    if (!(await this.webhooks.claimRelay(webhook, owner, this.leaseMs, Date.now()))) return 0;
+    if (!(await this.tx((qr) => this.webhooks.claimRelay(webhook, owner, this.leaseMs, Date.now(), qr))))
+      return 0;
     try {
       const events = await this.outbox.readAfter(webhook.tenantId, webhook.cursor, RELAY_BATCH);
       if (events.length === 0) return 0;
@@ -201,7 +212,7 @@ export class WebhookWorker implements OnApplicationBootstrap, BeforeApplicationS
       this.telemetry.relay(rows.length);
       return rows.length + 1;
     } finally {
-      await this.webhooks.releaseRelay(webhook, owner).catch(() => undefined);
+      await this.tx((qr) => this.webhooks.releaseRelay(webhook, owner, qr)).catch(() => undefined);
     }
   }
 
@@ -238,12 +249,15 @@ export class WebhookWorker implements OnApplicationBootstrap, BeforeApplicationS
     };
     if (!webhook || !webhook.active || !webhook.secretEncrypted) {
       // Deleted or disabled meanwhile: back to PENDING untouched (a deleted hook's rows are never claimed again).
-      await this.deliveries.finish(
-        d,
-        owner,
-        'PENDING',
-        { status: null, error: 'webhook inactive', response: null, at: Date.now() },
-        Date.now(),
+      await this.tx((qr) =>
+        this.deliveries.finish(
+          d,
+          owner,
+          'PENDING',
+          { status: null, error: 'webhook inactive', response: null, at: Date.now() },
+          Date.now(),
+          qr,
+        ),
       );
       return;
     }
@@ -264,8 +278,11 @@ export class WebhookWorker implements OnApplicationBootstrap, BeforeApplicationS
     const outcome = { status: result.status, error: result.error, response: result.response, at };
     const ok = result.status !== null && result.status >= 200 && result.status < 300;
     if (ok) {
-      const committed = await this.deliveries.finish(d, owner, 'DELIVERED', outcome, null);
-      await this.webhooks.markSuccess(d.tenantId, webhook.id);
+      const committed = await this.tx(async (qr) => {
+        const done = await this.deliveries.finish(d, owner, 'DELIVERED', outcome, null, qr);
+        await this.webhooks.markSuccess(d.tenantId, webhook.id, qr);
+        return done;
+      });
       this.telemetry.outcome(committed ? 'delivered' : 'lost', result.ms, at - d.occurredAt);
       this.logger.log(
         { event: 'webhook_delivered', ...log, status: result.status, ms: result.ms, committed },
@@ -276,7 +293,9 @@ export class WebhookWorker implements OnApplicationBootstrap, BeforeApplicationS
     const gone = result.status === 410;
     const dead = gone || d.attempts >= this.config.webhooks.maxAttempts;
     const next = dead ? null : at + retryDelayMs(this.config.webhooks.retryScheduleMs, d.attempts);
-    const committed = await this.deliveries.finish(d, owner, dead ? 'DEAD' : 'PENDING', outcome, next);
+    const committed = await this.tx((qr) =>
+      this.deliveries.finish(d, owner, dead ? 'DEAD' : 'PENDING', outcome, next, qr),
+    );
     const refused = result.error?.startsWith('refused:') === true;
     this.telemetry.outcome(!committed ? 'lost' : refused ? 'refused' : dead ? 'dead' : 'retry', result.ms);
     this.logger.warn(
@@ -290,13 +309,13 @@ export class WebhookWorker implements OnApplicationBootstrap, BeforeApplicationS
       },
       dead ? 'webhook_dead' : 'webhook_retry',
     );
-    const since = await this.webhooks.markFailure(d.tenantId, webhook.id, at);
+    const since = await this.tx((qr) => this.webhooks.markFailure(d.tenantId, webhook.id, at, qr));
     const reason = gone
       ? 'The receiver answered 410 Gone'
       : since !== null && at - since >= this.config.webhooks.disableAfterMs
         ? `Failing since ${new Date(since).toISOString()} without a success`
         : undefined;
-    if (reason && (await this.webhooks.disable(d.tenantId, webhook.id, reason, at)))
+    if (reason && (await this.tx((qr) => this.webhooks.disable(d.tenantId, webhook.id, reason, at, qr))))
       this.logger.warn(
         { event: 'webhook_disabled', tenantId: d.tenantId, webhook: webhook.code, reason },
         'webhook_disabled',

@@ -120,9 +120,15 @@ export class WebhooksRepository {
    * The relay lease of one webhook (D49's lease, on its row): taken when free or run out; the
    * owner then fences its cursor moves on it.
    */
-  async claimRelay(webhook: WebhookRow, owner: string, leaseMs: number, now: number): Promise<boolean> {
+  async claimRelay(
+    webhook: WebhookRow,
+    owner: string,
+    leaseMs: number,
+    now: number,
+    qr?: QueryRunner,
+  ): Promise<boolean> {
     const result = await this.ds
-      .createQueryBuilder()
+      .createQueryBuilder(qr)
       .update(TABLE)
       .set({ whk_relay_owner: owner, whk_relay_until: toDbTimestamp(now + leaseMs) })
       .where('whk_id = :id AND whk_tenant_id = :tenant', {
@@ -168,9 +174,9 @@ export class WebhooksRepository {
     return (result.affected ?? 0) > 0;
   }
 
-  async releaseRelay(webhook: WebhookRow, owner: string): Promise<void> {
+  async releaseRelay(webhook: WebhookRow, owner: string, qr?: QueryRunner): Promise<void> {
     await this.ds
-      .createQueryBuilder()
+      .createQueryBuilder(qr)
       .update(TABLE)
       .set({ whk_relay_owner: null, whk_relay_until: null })
       .where('whk_id = :id AND whk_tenant_id = :tenant AND whk_relay_owner = :owner', {
@@ -182,9 +188,9 @@ export class WebhooksRepository {
   }
 
   /** A success: the failure clock stops. */
-  async markSuccess(tenantId: string, id: number): Promise<void> {
+  async markSuccess(tenantId: string, id: number, qr?: QueryRunner): Promise<void> {
     await this.ds
-      .createQueryBuilder()
+      .createQueryBuilder(qr)
       .update(TABLE)
       .set({ whk_failing_since: null })
       .where('whk_id = :id AND whk_tenant_id = :tenant AND whk_failing_since IS NOT NULL', {
@@ -195,9 +201,9 @@ export class WebhooksRepository {
   }
 
   /** A failure: the clock starts unless it runs; the time of the first failure since a success. */
-  async markFailure(tenantId: string, id: number, now: number): Promise<number | null> {
+  async markFailure(tenantId: string, id: number, now: number, qr?: QueryRunner): Promise<number | null> {
     await this.ds
-      .createQueryBuilder()
+      .createQueryBuilder(qr)
       .update(TABLE)
       .set({ whk_failing_since: toDbTimestamp(now) })
       .where('whk_id = :id AND whk_tenant_id = :tenant AND whk_failing_since IS NULL', {
@@ -206,7 +212,7 @@ export class WebhooksRepository {
       })
       .execute();
     const r = await this.ds
-      .createQueryBuilder()
+      .createQueryBuilder(qr)
       .select('whk_failing_since', 'since')
       .from(TABLE, 'w')
       .where('whk_id = :id AND whk_tenant_id = :tenant', { id, tenant: tenantNumberOf(tenantId) })
@@ -215,9 +221,15 @@ export class WebhooksRepository {
   }
 
   /** Disables an active webhook (24 h of failures); whether this call did it. */
-  async disable(tenantId: string, id: number, reason: string, now: number): Promise<boolean> {
+  async disable(
+    tenantId: string,
+    id: number,
+    reason: string,
+    now: number,
+    qr?: QueryRunner,
+  ): Promise<boolean> {
     const result = await this.ds
-      .createQueryBuilder()
+      .createQueryBuilder(qr)
       .update(TABLE)
       .set({
         whk_status: 0,

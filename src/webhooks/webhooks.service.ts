@@ -169,8 +169,10 @@ export class WebhooksService {
         this.config.crypto.connectionEncryptionKey,
         'mtb:app_webhooks:v1',
       );
-    if (!(await this.webhooks.update(user.tenantId, existing.id, set)))
-      throw new NotFoundError(`Webhook ${code} not found`);
+    const changed = await this.writes.transaction(this.database.dataSource, (tx) =>
+      this.webhooks.update(user.tenantId, existing.id, set, tx.config),
+    );
+    if (!changed) throw new NotFoundError(`Webhook ${code} not found`);
     this.logger.log({ event: 'webhook_updated', tenantId: user.tenantId, webhook: code }, 'webhook_updated');
     const view = toView(await this.find(user.tenantId, code));
     return secret ? { ...view, secret } : view;
@@ -180,11 +182,14 @@ export class WebhooksService {
     assertWebhookAdmin(user);
     const existing = await this.find(user.tenantId, code);
     const now = Date.now();
-    await this.webhooks.update(user.tenantId, existing.id, {
-      whk_is_deleted: 1,
-      whk_status: 0,
-      whk_last_modified: toDbTimestamp(now),
-    });
+    await this.writes.transaction(this.database.dataSource, (tx) =>
+      this.webhooks.update(
+        user.tenantId,
+        existing.id,
+        { whk_is_deleted: 1, whk_status: 0, whk_last_modified: toDbTimestamp(now) },
+        tx.config,
+      ),
+    );
     this.logger.log({ event: 'webhook_deleted', tenantId: user.tenantId, webhook: code }, 'webhook_deleted');
     return { success: true, deletedAt: new Date(now).toISOString() };
   }
