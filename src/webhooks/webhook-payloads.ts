@@ -13,6 +13,7 @@ import type { WebhookRow } from './webhook.types';
  * record, changes}}`. `record` is the event's record shaped as a read by the webhook's profile —
  * its projection and masking — when that profile is the event entity's, else by the entity's own
  * profile; hidden fields are never in an event, and without a profile there is no record (null).
+ * `changes` names only fields the shaped record shows.
  * Rendered once, when the relay creates the delivery, so every attempt sends the same bytes.
  */
 @Injectable()
@@ -30,6 +31,9 @@ export class WebhookPayloads {
       if (shaped)
         record = { id: event.recordId, ...applyProjection(event.record, shaped.policy, shaped.fields) };
     }
+    // A field the profile does not show is not named either (nor a write-only input).
+    const shown = record;
+    const changes = shown ? event.changes.filter((c) => c !== 'id' && c in shown) : [];
     return JSON.stringify({
       type: event.type,
       timestamp: new Date(event.occurredAt).toISOString(),
@@ -40,7 +44,7 @@ export class WebhookPayloads {
         sequence: event.sequence,
         eventId: event.id,
         record,
-        changes: event.changes,
+        changes,
       },
     });
   }

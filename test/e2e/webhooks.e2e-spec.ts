@@ -310,6 +310,27 @@ describe('webhooks (D54)', () => {
       expect((await call('GET', '/api/v1/webhooks/signed/deliveries', 'globex')).statusCode).toBe(404);
     });
 
+    it("should deliver a workflow step's write (entity.update), as its starter, like any other write", async () => {
+      await createHook('workflow', '/workflow', ['customers.updated']);
+      const res = await call('POST', '/api/v1/workflows/customer_onboarding/start', 'admin', {
+        input: { customerId: 2, tier: 'silver' },
+      });
+      expect(res.statusCode).toBe(202);
+      await waitFor(async () => at('/workflow').some((r) => JSON.parse(r.body).data.recordId === 2), 15_000);
+      const body = JSON.parse(
+        at('/workflow').find((r) => JSON.parse(r.body).data.recordId === 2)!.body,
+      ) as Rec;
+      expect(body).toMatchObject({ type: 'customers.updated', data: { entity: 'customers', recordId: 2 } });
+      // internal_notes changed, but the profile's projection leaves it out: not named either.
+      expect(body.data.changes).not.toContain('internal_notes');
+      expect(body.data.record).not.toHaveProperty('internal_notes');
+      // The event's actor is the starter (the outbox row; the payload does not carry it).
+      const [row] = await ds.query<Rec[]>(
+        `SELECT evt_actor_email AS email FROM app_events WHERE evt_uid = '${String(body.data.eventId)}'`,
+      );
+      expect(String(row.email)).toBe('admin@acme.test');
+    });
+
     it('should retry a failing receiver with the same webhook-id, then deliver; log the answers truncated', async () => {
       behaviours.set('/flaky', (_req, n) =>
         n < 3 ? { status: 500, body: 'x'.repeat(5000) } : { status: 200 },
