@@ -24,10 +24,13 @@ export class WebhookPayloads {
     private readonly loader: ProfileLoaderService,
   ) {}
 
-  async render(webhook: WebhookRow, event: OutboxEvent): Promise<string> {
+  /** `memo` keeps the shapes of one relay pass (one profile lookup per entity, not per event). */
+  async render(webhook: WebhookRow, event: OutboxEvent, memo = new Map<string, unknown>()): Promise<string> {
     let record: Record<string, unknown> | null = null;
     if (event.record) {
-      const shaped = await this.shape(webhook, event);
+      const key = `${webhook.id}:${event.entity}`;
+      if (!memo.has(key)) memo.set(key, await this.shape(webhook, event));
+      const shaped = memo.get(key) as Awaited<ReturnType<WebhookPayloads['shape']>>;
       if (shaped)
         record = { id: event.recordId, ...applyProjection(event.record, shaped.policy, shaped.fields) };
     }
