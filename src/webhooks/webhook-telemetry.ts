@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import { MetricsService } from '../health/metrics.service';
+import { DeliveriesRepository } from './deliveries.repository';
+import { DELIVERY_STATUSES } from './webhook.types';
 
 export type DeliveryOutcome = 'delivered' | 'retry' | 'dead' | 'refused' | 'lost';
 
@@ -12,7 +14,7 @@ export class WebhookTelemetry {
   private readonly attempt: Histogram<'outcome'>;
   private readonly relayed: Counter<string>;
 
-  constructor(metrics: MetricsService) {
+  constructor(metrics: MetricsService, deliveries: DeliveriesRepository) {
     const registers = [metrics.registry];
     this.deliveries = new Counter({
       name: 'webhook_deliveries_total',
@@ -32,6 +34,20 @@ export class WebhookTelemetry {
       labelNames: ['outcome'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
+    });
+    new Gauge({
+      name: 'webhook_deliveries',
+      help: 'Webhook deliveries in the database by status (PENDING, DELIVERING, DELIVERED, DEAD)',
+      labelNames: ['status'],
+      registers,
+      async collect() {
+        try {
+          const counts = await deliveries.countByStatus();
+          for (const status of DELIVERY_STATUSES) this.set({ status }, counts[status] ?? 0);
+        } catch {
+          // The database is away: the scrape still answers, without this gauge's values.
+        }
+      },
     });
     this.relayed = new Counter({
       name: 'webhook_relayed_events_total',

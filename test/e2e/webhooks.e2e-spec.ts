@@ -375,6 +375,12 @@ describe('webhooks (D54)', () => {
       expect(
         (await call('POST', `/api/v1/webhooks/dead/deliveries/${dead.id}/retry`, 'globex')).statusCode,
       ).toBe(404);
+      // The metrics count the outcomes and the deliveries by status.
+      const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+      expect(metrics).toMatch(/webhook_deliveries_total\{outcome="dead"\} [1-9]/);
+      expect(metrics).toMatch(/webhook_deliveries_total\{outcome="delivered"\} [1-9]/);
+      expect(metrics).toMatch(/webhook_delivery_lag_seconds_count [1-9]/);
+      expect(metrics).toMatch(/webhook_deliveries\{status="DELIVERED"\} [1-9]/);
     });
 
     it('should count a receiver slower than WEBHOOK_TIMEOUT_MS as a failure', async () => {
