@@ -16,7 +16,7 @@ const FLOORS = [
   ['auth'],
   // The background-job machine features run their long work on.
   ['jobs'],
-  ['entity', 'dataview', 'workflow', 'catalog', 'config-delivery', 'admin'],
+  ['entity', 'dataview', 'workflow', 'catalog', 'config-delivery', 'admin', 'webhooks'],
   // Documentation and development pages over the features.
   ['openapi', 'dev-ui'],
   // The HTTP pipeline's app-wide pieces, then the application itself (src/*.ts).

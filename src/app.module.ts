@@ -24,6 +24,7 @@ import { RegistryModule } from './registry/registry.module';
 import { TenantGuard } from './tenant/tenant.guard';
 import { TenantRateLimitGuard } from './tenant/tenant-rate-limit.guard';
 import { TenantModule } from './tenant/tenant.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
 import { WorkflowModule } from './workflow/workflow.module';
 
 /**
@@ -53,6 +54,7 @@ export class AppModule {
         WorkflowModule,
         ConfigDeliveryModule,
         AdminModule,
+        WebhooksModule,
         DevUiModule,
         ...extraModules,
       ],

@@ -850,6 +850,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's webhooks
+         * @description Needs admin:webhooks or admin:system.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Register a webhook; its signing secret is in this answer only
+         * @description Needs admin:webhooks or admin:system. The webhook hears of the events committed from now on. The secret (`whsec_…`) is kept encrypted and never shown again (rotate it with PUT `rotateSecret`).
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{code}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One webhook (never its secret)
+         * @description Needs admin:webhooks or admin:system.
+         */
+        get: operations["getWebhook"];
+        /**
+         * Change a webhook: URL, events, profile, description; enable or disable it; rotate its secret
+         * @description Needs admin:webhooks or admin:system. Only the fields sent change.
+         */
+        put: operations["updateWebhook"];
+        post?: never;
+        /**
+         * Remove a webhook (soft delete); its pending deliveries are not sent
+         * @description Needs admin:webhooks or admin:system.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{code}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The webhook's deliveries, newest first: status, attempts, last answer, next attempt
+         * @description Needs admin:webhooks or admin:system. Delivered ones are kept for EVENTS_RETENTION_S, dead ones until removed with the webhook.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{code}/deliveries/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery again, dead or not, with the same webhook-id
+         * @description Needs admin:webhooks or admin:system. 409 while the delivery is being sent.
+         */
+        post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/customers": {
         parameters: {
             query?: never;
@@ -9387,6 +9479,1150 @@ export interface operations {
                          */
                         success: true;
                         data: components["schemas"]["ErasedTenantDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description CONFLICT: Conflict (stale lastModified, dependents, duplicate unique value) */
+            409: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: {
+                            /** @example crm_sync */
+                            code: string;
+                            /**
+                             * Format: uri
+                             * @example https://hooks.example.com/mtb
+                             */
+                            url: string;
+                            /** @description Event patterns: *, <entity>.*, *.<created|updated|deleted|restored> or <entity>.<action> */
+                            events: string[];
+                            /** @description The profile that shapes the record of its entity's events (projection, masking); null = each entity's own */
+                            profileCode: string | null;
+                            description: string | null;
+                            /** @description false once disabled (by a PUT, after 24 h of failures, or a 410 answer) */
+                            active: boolean;
+                            /** @description Why the service disabled it */
+                            disabledReason: string | null;
+                            /**
+                             * Format: date-time
+                             * @description First failure since the last success
+                             */
+                            failingSince: string | null;
+                            /** Format: date-time */
+                            lastModified: string | null;
+                        }[];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example crm_sync */
+                    code: string;
+                    /**
+                     * @description http or https; outside development loopback, link-local and private addresses are refused unless in WEBHOOK_ALLOWED_HOSTS
+                     * @example https://hooks.example.com/mtb
+                     */
+                    url: string;
+                    /**
+                     * @description Event patterns: *, <entity>.*, *.<created|updated|deleted|restored> or <entity>.<action>
+                     * @example [
+                     *       "customers.*",
+                     *       "*.deleted"
+                     *     ]
+                     */
+                    events: string[];
+                    /** @example customers_default */
+                    profileCode?: string | null;
+                    description?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: {
+                            /** @example crm_sync */
+                            code: string;
+                            /**
+                             * Format: uri
+                             * @example https://hooks.example.com/mtb
+                             */
+                            url: string;
+                            /** @description Event patterns: *, <entity>.*, *.<created|updated|deleted|restored> or <entity>.<action> */
+                            events: string[];
+                            /** @description The profile that shapes the record of its entity's events (projection, masking); null = each entity's own */
+                            profileCode: string | null;
+                            description: string | null;
+                            /** @description false once disabled (by a PUT, after 24 h of failures, or a 410 answer) */
+                            active: boolean;
+                            /** @description Why the service disabled it */
+                            disabledReason: string | null;
+                            /**
+                             * Format: date-time
+                             * @description First failure since the last success
+                             */
+                            failingSince: string | null;
+                            /** Format: date-time */
+                            lastModified: string | null;
+                            /** @description The signing secret (Standard Webhooks form). Shown this once; it is kept encrypted and never shown again. */
+                            secret: string;
+                        };
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description CONFLICT: Conflict (stale lastModified, dependents, duplicate unique value) */
+            409: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook code. Example: `crm_sync` */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: {
+                            /** @example crm_sync */
+                            code: string;
+                            /**
+                             * Format: uri
+                             * @example https://hooks.example.com/mtb
+                             */
+                            url: string;
+                            /** @description Event patterns: *, <entity>.*, *.<created|updated|deleted|restored> or <entity>.<action> */
+                            events: string[];
+                            /** @description The profile that shapes the record of its entity's events (projection, masking); null = each entity's own */
+                            profileCode: string | null;
+                            description: string | null;
+                            /** @description false once disabled (by a PUT, after 24 h of failures, or a 410 answer) */
+                            active: boolean;
+                            /** @description Why the service disabled it */
+                            disabledReason: string | null;
+                            /**
+                             * Format: date-time
+                             * @description First failure since the last success
+                             */
+                            failingSince: string | null;
+                            /** Format: date-time */
+                            lastModified: string | null;
+                        };
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook code. Example: `crm_sync` */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description http or https; outside development loopback, link-local and private addresses are refused unless in WEBHOOK_ALLOWED_HOSTS
+                     * @example https://hooks.example.com/mtb
+                     */
+                    url?: string;
+                    /**
+                     * @description Event patterns: *, <entity>.*, *.<created|updated|deleted|restored> or <entity>.<action>
+                     * @example [
+                     *       "customers.*",
+                     *       "*.deleted"
+                     *     ]
+                     */
+                    events?: string[];
+                    /** @example customers_default */
+                    profileCode?: string | null;
+                    description?: string | null;
+                    /** @description true enables a disabled webhook (and clears its failure clock) */
+                    active?: boolean;
+                    /** @description true: a new secret, shown once in this answer */
+                    rotateSecret?: boolean;
+                };
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: {
+                            /** @example crm_sync */
+                            code: string;
+                            /**
+                             * Format: uri
+                             * @example https://hooks.example.com/mtb
+                             */
+                            url: string;
+                            /** @description Event patterns: *, <entity>.*, *.<created|updated|deleted|restored> or <entity>.<action> */
+                            events: string[];
+                            /** @description The profile that shapes the record of its entity's events (projection, masking); null = each entity's own */
+                            profileCode: string | null;
+                            description: string | null;
+                            /** @description false once disabled (by a PUT, after 24 h of failures, or a 410 answer) */
+                            active: boolean;
+                            /** @description Why the service disabled it */
+                            disabledReason: string | null;
+                            /**
+                             * Format: date-time
+                             * @description First failure since the last success
+                             */
+                            failingSince: string | null;
+                            /** Format: date-time */
+                            lastModified: string | null;
+                            /** @description Only with rotateSecret: the new signing secret, shown this once */
+                            secret?: string;
+                        };
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook code. Example: `crm_sync` */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: {
+                            /** @enum {boolean} */
+                            success: true;
+                            /** Format: date-time */
+                            deletedAt: string;
+                        };
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                status?: "PENDING" | "DELIVERING" | "DELIVERED" | "DEAD";
+                limit?: number;
+                /** @description Only deliveries with a smaller id (the next page) */
+                before?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The webhook code. Example: `crm_sync` */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: {
+                            /** @example 12 */
+                            id: number;
+                            /**
+                             * @description The webhook-id header of every attempt
+                             * @example msg_2c1f0d8e9a7b4c3d8e1f0a9b8c7d6e5f
+                             */
+                            webhookId: string;
+                            /** @example evt_0d8e9a7b4c3d8e1f0a9b8c7d6e5f2c1f */
+                            eventId: string;
+                            /** @example customers.updated */
+                            type: string;
+                            /** @example customers */
+                            entity: string;
+                            /** @example 7 */
+                            recordId: number;
+                            /** @example 1042 */
+                            sequence: number;
+                            /** @enum {string} */
+                            status: "PENDING" | "DELIVERING" | "DELIVERED" | "DEAD";
+                            /** @example 1 */
+                            attempts: number;
+                            /** Format: date-time */
+                            nextAttemptAt: string | null;
+                            /** Format: date-time */
+                            lastAttemptAt: string | null;
+                            /** @description The receiver's HTTP status (null: no answer) */
+                            lastStatus: number | null;
+                            lastError: string | null;
+                            /** @description The start of the last answer (at most 1 KiB) */
+                            lastResponse: string | null;
+                            /** Format: date-time */
+                            occurredAt: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            deliveredAt: string | null;
+                        }[];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    retryWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The webhook code. Example: `crm_sync` */
+                code: string;
+                /** @description The delivery id. Example: `12` */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: {
+                            /** @example 12 */
+                            id: number;
+                            /**
+                             * @description The webhook-id header of every attempt
+                             * @example msg_2c1f0d8e9a7b4c3d8e1f0a9b8c7d6e5f
+                             */
+                            webhookId: string;
+                            /** @example evt_0d8e9a7b4c3d8e1f0a9b8c7d6e5f2c1f */
+                            eventId: string;
+                            /** @example customers.updated */
+                            type: string;
+                            /** @example customers */
+                            entity: string;
+                            /** @example 7 */
+                            recordId: number;
+                            /** @example 1042 */
+                            sequence: number;
+                            /** @enum {string} */
+                            status: "PENDING" | "DELIVERING" | "DELIVERED" | "DEAD";
+                            /** @example 1 */
+                            attempts: number;
+                            /** Format: date-time */
+                            nextAttemptAt: string | null;
+                            /** Format: date-time */
+                            lastAttemptAt: string | null;
+                            /** @description The receiver's HTTP status (null: no answer) */
+                            lastStatus: number | null;
+                            lastError: string | null;
+                            /** @description The start of the last answer (at most 1 KiB) */
+                            lastResponse: string | null;
+                            /** Format: date-time */
+                            occurredAt: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            deliveredAt: string | null;
+                        };
                         meta: components["schemas"]["MetaDto"];
                     };
                 };

@@ -135,6 +135,23 @@ export interface AppConfig {
   tenantUsageFlushMs: number;
   /** D56: audit retention in days (0 = forever) and how often the pruning job runs. */
   auditRetention: { days: number; intervalMs: number };
+  /** D54: the outbox's retention and the webhook worker of this instance. */
+  events: { retentionS: number };
+  webhooks: {
+    worker: boolean;
+    concurrency: number;
+    timeoutMs: number;
+    maxAttempts: number;
+    leaseMs: number;
+    pollMs: number;
+    /** Delays before retry 1, 2, … in ms (the last repeats). */
+    retryScheduleMs: number[];
+    disableAfterMs: number;
+    /** Hosts (lower case) and addresses allowed although private; empty = none. */
+    allowedHosts: string[];
+    /** Loopback, link-local and private addresses are refused (everywhere but development). */
+    refusePrivate: boolean;
+  };
   /** D49: the workflow worker of this instance. */
   workflow: { worker: boolean; concurrency: number; leaseMs: number; pollMs: number };
   smtpUrl: string | undefined;
@@ -385,6 +402,29 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     jobs: { worker: v.JOB_WORKER !== 'off', leaseMs: v.JOB_LEASE_MS(), pollMs: v.JOB_POLL_MS() },
     tenantUsageFlushMs: v.TENANT_USAGE_FLUSH_MS(),
     auditRetention: { days: v.AUDIT_RETENTION_DAYS(), intervalMs: v.AUDIT_RETENTION_INTERVAL_MS() },
+    events: { retentionS: v.EVENTS_RETENTION_S() },
+    webhooks: {
+      worker: v.WEBHOOK_WORKER !== 'off',
+      concurrency: v.WEBHOOK_CONCURRENCY(),
+      timeoutMs: v.WEBHOOK_TIMEOUT_MS(),
+      maxAttempts: v.WEBHOOK_MAX_ATTEMPTS(),
+      leaseMs: v.WEBHOOK_LEASE_MS(),
+      pollMs: v.WEBHOOK_POLL_MS(),
+      retryScheduleMs: (v.WEBHOOK_RETRY_SCHEDULE_S ?? '5,300,1800,7200,18000,36000')
+        .split(',')
+        .map((x) => Math.round(Number(x.trim()) * 1000)),
+      disableAfterMs: v.WEBHOOK_DISABLE_AFTER_S() * 1000,
+      allowedHosts: (v.WEBHOOK_ALLOWED_HOSTS ?? '')
+        .split(',')
+        .map((x) =>
+          x
+            .trim()
+            .toLowerCase()
+            .replace(/^\[|\]$/g, ''),
+        )
+        .filter((x) => x !== ''),
+      refusePrivate: nodeEnv !== 'development',
+    },
     workflow: {
       worker: v.WORKFLOW_WORKER !== 'off',
       concurrency: v.WORKFLOW_WORKER_CONCURRENCY(),

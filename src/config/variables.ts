@@ -388,6 +388,62 @@ export const VARS = {
     default: '1000',
     min: 10,
   }),
+  EVENTS_RETENTION_S: int('EVENTS_RETENTION_S', {
+    description:
+      'How long outbox events are kept (D54): the replay window of webhooks and live changes; delivered webhook deliveries go with them (dead ones stay)',
+    default: '86400',
+    min: 60,
+  }),
+  WEBHOOK_WORKER: oneOf('WEBHOOK_WORKER', ['on', 'off'] as const, {
+    description:
+      'Whether this instance relays outbox events to webhooks and delivers them (D54); off = API only',
+    default: 'on',
+  }),
+  WEBHOOK_CONCURRENCY: int('WEBHOOK_CONCURRENCY', {
+    description: 'Webhook deliveries this instance sends at once (D54)',
+    default: '8',
+    min: 1,
+    max: 256,
+  }),
+  WEBHOOK_TIMEOUT_MS: int('WEBHOOK_TIMEOUT_MS', {
+    description: 'How long one delivery attempt waits for a 2xx answer (D54)',
+    default: '10000',
+    min: 100,
+  }),
+  WEBHOOK_MAX_ATTEMPTS: int('WEBHOOK_MAX_ATTEMPTS', {
+    description: 'Attempts of one delivery before it is dead (D54)',
+    default: '8',
+    min: 1,
+    max: 20,
+  }),
+  WEBHOOK_LEASE_MS: int('WEBHOOK_LEASE_MS', {
+    description:
+      'How long a claimed delivery is leased; a delivery whose instance died is sent again once it ran out (D54, D49)',
+    default: '30000',
+    min: 500,
+  }),
+  WEBHOOK_POLL_MS: int('WEBHOOK_POLL_MS', {
+    description:
+      'Longest pause between two polls of an idle webhook worker (a write on this instance wakes it at once)',
+    default: '1000',
+    min: 10,
+  }),
+  WEBHOOK_RETRY_SCHEDULE_S: text('WEBHOOK_RETRY_SCHEDULE_S', {
+    description:
+      'Delays before the retries of a failed delivery, in seconds, comma-separated (each with up to 20 % jitter; the last repeats)',
+    default: '5,300,1800,7200,18000,36000',
+    rule: (v) =>
+      /^\s*\d+(\.\d+)?(\s*,\s*\d+(\.\d+)?)*\s*$/.test(v) ? undefined : 'must be a comma list of seconds',
+  }),
+  WEBHOOK_DISABLE_AFTER_S: int('WEBHOOK_DISABLE_AFTER_S', {
+    description: 'A webhook failing this long without one success is disabled (D54)',
+    default: '86400',
+    min: 1,
+  }),
+  WEBHOOK_ALLOWED_HOSTS: text('WEBHOOK_ALLOWED_HOSTS', {
+    description:
+      'Comma list of host names or addresses webhooks may reach although they are loopback, link-local or private (outside development every such address is refused, D54)',
+  }),
   SMTP_URL: text('SMTP_URL', {
     description: 'smtp://user:pass@host:port for sign-up mail (D15)',
     secret: true,

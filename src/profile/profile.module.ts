@@ -7,6 +7,6 @@ import { ProfileRepository } from './profile.repository';
 @Module({
   imports: [RegistryModule],
   providers: [ProfileLoaderService, ProfileRepository],
-  exports: [ProfileLoaderService],
+  exports: [ProfileLoaderService, ProfileRepository],
 })
 export class ProfileModule {}

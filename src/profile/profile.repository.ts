@@ -42,4 +42,18 @@ export class ProfileRepository {
       prf_tenant_id: row.prf_tenant_id == null ? null : Number(row.prf_tenant_id),
     };
   }
+
+  /** A live, active profile by its code, among the system-wide rows and the tenant's own (D54's webhook profile). */
+  async findByCode(tenantId: string, code: string): Promise<ProfileRow | undefined> {
+    const row = await configRows(this.database.dataSource, PROFILE_TABLE, 'p', tenantId)
+      .select('p.*')
+      .andWhere('p.prf_code = :code', { code })
+      .getRawOne<Record<string, unknown>>();
+    if (!row) return undefined;
+    return {
+      ...(row as unknown as ProfileRow),
+      prf_id: Number(row.prf_id),
+      prf_tenant_id: row.prf_tenant_id == null ? null : Number(row.prf_tenant_id),
+    };
+  }
 }

@@ -17,6 +17,8 @@ import { insertedId, insertRow, scopedUpdate } from './query/statements';
 import type { Row } from './records-read.repository';
 import { scoped } from './query/select';
 import { col, ScopeRule, tenantScope } from './scope';
+import { OutboxRepository } from './outbox/outbox.repository';
+import type { OutboxEvent, PendingEvent } from './outbox/outbox.types';
 
 /** A row as loaded for a write: its fields by name plus the raw concurrency and audit columns. */
 export interface WriteRow {
@@ -34,6 +36,13 @@ export interface WriteRow {
 export class WriteTx {
   /** Session-scoped locks to release once the transaction has ended (MariaDB named locks). */
   readonly releases: LockStatement[] = [];
+  /**
+   * D54: the events of this write, added to the outbox as the transaction's last statements (so
+   * they commit with it, or not at all). Every records write adds its events here.
+   */
+  readonly events: PendingEvent[] = [];
+  /** The events as committed (ids and sequences), once the transaction has committed. */
+  committedEvents: OutboxEvent[] = [];
 
   constructor(
     readonly data: QueryRunner,
@@ -56,6 +65,11 @@ export class WriteTx {
   /** Whether `qr` is one of this write's transaction runners (row locks need a transaction). */
   owns(qr: QueryRunner): boolean {
     return qr === this.data || qr === this.config;
+  }
+
+  /** Adds an event of this write to the outbox, in this transaction (D54). */
+  emit(event: PendingEvent): void {
+    this.events.push(event);
   }
 }
 
@@ -101,6 +115,7 @@ export class RecordsWriteRepository {
     @InjectConfig() private readonly config: AppConfig,
     private readonly database: DatabaseService,
     private readonly connections: ConnectionsService,
+    private readonly outbox: OutboxRepository,
   ) {}
 
   /** D3: the DataSource an entity's rows live in (the configuration database for null / 'default'). */
@@ -131,6 +146,9 @@ export class RecordsWriteRepository {
         if (dataDs !== configDs) data = await this.begin(dataDs, isolation);
         tx = new WriteTx(data, config);
         const result = await work(tx);
+        // D54: the outbox rows last, after every other lock of the write, on the configuration
+        // database beside the audit rows; the tenant's sequence stays locked until the commit.
+        if (tx.events.length > 0) tx.committedEvents = await this.outbox.append(config, tx.events);
         if (tx.spansTwoDatabases) {
           await data.commitTransaction();
           try {
@@ -144,6 +162,7 @@ export class RecordsWriteRepository {
         } else {
           await config.commitTransaction();
         }
+        if (tx.committedEvents.length > 0) this.outbox.committed(tx.committedEvents);
         return result;
       } catch (err) {
         for (const qr of new Set([data, config])) {
@@ -186,17 +205,20 @@ export class RecordsWriteRepository {
   /**
    * Runs `work` inside a savepoint of the write's transaction (on both runners when the entity lives
    * in another database than the configuration): when it throws, its statements alone are undone and
-   * the error is thrown on; what ran before stays. Should the undo itself fail (a deadlock ended the
+   * the error is thrown on (and so are the outbox events it added); what ran before stays. Should the undo itself fail (a deadlock ended the
    * whole transaction on MariaDB), TransactionLost carries the error: the transaction is gone.
    */
   async withinSavepoint<T>(tx: WriteTx, name: string, work: () => Promise<T>): Promise<T> {
     const runners = tx.spansTwoDatabases ? [tx.data, tx.config] : [tx.data];
     const sql = runners.map((qr) => savepointSql(dialectOf(qr.connection.driver.options.type), name));
     for (const [i, qr] of runners.entries()) await qr.query(sql[i].set);
+    // D54: the events the work adds are undone with it.
+    const eventsBefore = tx.events.length;
     let result: T;
     try {
       result = await work();
     } catch (err) {
+      tx.events.length = eventsBefore;
       try {
         for (const [i, qr] of runners.entries()) await qr.query(sql[i].rollback);
       } catch {

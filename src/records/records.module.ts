@@ -5,6 +5,7 @@ import { EntityAuditService } from './audit.service';
 import { CascadePlanner } from './cascade-planner';
 import { RecordContextFactory } from './record-context.factory';
 import { RecordHooks } from './record-hooks';
+import { OutboxRepository } from './outbox/outbox.repository';
 import { RecordsReadRepository } from './records-read.repository';
 import { RecordsWriteRepository } from './records-write.repository';
 import { AggregateRecords } from './use-cases/aggregate-records';
@@ -49,8 +50,10 @@ const USE_CASES = [
     EntityAuditService,
     RecordContextFactory,
     RecordHooks,
+    OutboxRepository,
   ],
   exports: [
+    OutboxRepository,
     ...USE_CASES,
     RecordContextFactory,
     RecordHooks,

@@ -15,7 +15,7 @@ function runner(type: string, failOn?: RegExp): QueryRunner & { log: string[] } 
 }
 
 describe('withinSavepoint (a bulk write row, D51)', () => {
-  const repository = new RecordsWriteRepository(null as never, null as never, null as never);
+  const repository = new RecordsWriteRepository(null as never, null as never, null as never, null as never);
 
   it('should release the savepoint of a row that succeeds', async () => {
     const qr = runner('postgres');
@@ -30,6 +30,21 @@ describe('withinSavepoint (a bulk write row, D51)', () => {
       repository.withinSavepoint(new WriteTx(qr, qr), 'bulk_row', () => Promise.reject(rowError)),
     ).rejects.toBe(rowError);
     expect(qr.log).toEqual(['SAVEPOINT bulk_row', 'ROLLBACK TO SAVEPOINT bulk_row']);
+  });
+
+  it("should drop the outbox events a failing row added, and keep the earlier rows' (D54)", async () => {
+    const qr = runner('postgres');
+    const tx = new WriteTx(qr, qr);
+    const event = (recordId: number) =>
+      ({ tenantId: '1', action: 'updated', entityCode: 'customers', recordId }) as never;
+    await repository.withinSavepoint(tx, 'bulk_row', async () => tx.emit(event(1)));
+    await expect(
+      repository.withinSavepoint(tx, 'bulk_row', async () => {
+        tx.emit(event(2));
+        throw new Error('row 2 failed');
+      }),
+    ).rejects.toThrow('row 2 failed');
+    expect(tx.events.map((e) => e.recordId)).toEqual([1]);
   });
 
   it('should take and undo the savepoint on both runners when the entity lives in another database', async () => {

@@ -535,6 +535,7 @@ describe('entity write repository SQL, generated offline for SQL Server', () => 
     {} as never,
     {} as never,
     { dataSourceFor: () => ds } as unknown as ConnectionsService,
+    {} as never,
   );
 
   /** A query runner of `ds` that records each statement and answers with `rows`. */
@@ -714,6 +715,7 @@ describe('every records statement, generated offline per dialect (review snapsho
       {
         dataSourceFor: () => ds,
       } as unknown as ConnectionsService,
+      {} as never,
     );
 
     async function writeStatements(): Promise<Array<Statement & { entity?: EntityInfo }>> {
@@ -814,7 +816,11 @@ describe('every records statement, generated offline per dialect (review snapsho
       return [
         { label: 'keyset page (operators, search, sort, after a position)', ...page[0], entity: customers },
         { label: 'count (operators, search)', ...count[0], entity: customers },
-        { label: 'a record, live or deleted, in the read scope (history, D56)', ...history[0], entity: customers },
+        {
+          label: 'a record, live or deleted, in the read scope (history, D56)',
+          ...history[0],
+          entity: customers,
+        },
       ];
     }
 

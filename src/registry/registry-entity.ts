@@ -109,6 +109,32 @@ export function conventionColumnsOf(prefix: string): ConventionColumns {
 }
 
 /**
+ * The top-level names under /api/v1 that are the service's own route families (issue 24 #6): an
+ * entity with one of these codes would be shadowed by them (`/api/v1/webhooks` is the webhooks
+ * route, never an entity list), so the registry refuses such codes. The route walk in
+ * test/registry/reserved-codes.e2e-spec.ts keeps this list and the routes in step.
+ */
+export const RESERVED_ENTITY_CODES = [
+  'admin',
+  'auth',
+  'changes',
+  'config',
+  'dataviews',
+  'downloads',
+  'exports',
+  'health',
+  'imports',
+  'records',
+  'webhooks',
+  'workflows',
+] as const;
+
+/** Whether `code` names a top-level route family of /api/v1 (compared case-blind, as URLs are typed). */
+export function isReservedEntityCode(code: string): boolean {
+  return (RESERVED_ENTITY_CODES as readonly string[]).includes(code.toLowerCase());
+}
+
+/**
  * The EntityInfo of an entity from its system-wide row and the caller's tenant row (either may be
  * missing, not both). Throws RegistryConfigError on anything unusable.
  */
@@ -118,6 +144,12 @@ export function buildEntityInfo(
 ): EntityInfo {
   const winner = tenant ?? system;
   if (!winner) throw new RegistryConfigError('no registry row');
+  if (isReservedEntityCode(winner.obj_code)) {
+    throw new RegistryConfigError(
+      `entity code ${JSON.stringify(winner.obj_code)} is a top-level name of /api/v1 (${RESERVED_ENTITY_CODES.join(', ')}): ` +
+        "its routes would be shadowed by the service's own; give the entity another code",
+    );
+  }
   const s = mergeScalars(system, tenant);
 
   const typeCode = (s.obj_type_code ?? 'TABLE').trim().toUpperCase();

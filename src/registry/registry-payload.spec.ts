@@ -1,5 +1,12 @@
 import { DEMO_ENTITIES } from '../database/seed/demo-data';
-import { buildEntityInfo, columnOf, fieldByName, isSupportedDbType, RegistryRow } from './registry-entity';
+import {
+  buildEntityInfo,
+  columnOf,
+  fieldByName,
+  isSupportedDbType,
+  RegistryRow,
+  RESERVED_ENTITY_CODES,
+} from './registry-entity';
 import {
   isTableName,
   mergeRawPayloads,
@@ -79,6 +86,24 @@ function expectRejected(build: () => unknown, message: RegExp): void {
 }
 
 describe('buildEntityInfo', () => {
+  describe('reserved codes (top-level names of /api/v1)', () => {
+    it.each([...RESERVED_ENTITY_CODES, 'Webhooks'])(
+      'should refuse the entity code %s with a clear error',
+      (code) => {
+        expectRejected(
+          () => buildEntityInfo(demoRow('customers', { obj_code: code }), undefined),
+          /is a top-level name of \/api\/v1 .*give the entity another code/,
+        );
+      },
+    );
+
+    it('should accept a code that only begins with a reserved name', () => {
+      expect(buildEntityInfo(demoRow('customers', { obj_code: 'webhooks_log' }), undefined).code).toBe(
+        'webhooks_log',
+      );
+    });
+  });
+
   describe('demo entities', () => {
     it('should resolve customers with the fields, columns and relations of docs/demo-data.md', () => {
       const info = buildEntityInfo(demoRow('customers'), undefined);

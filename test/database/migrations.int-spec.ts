@@ -6,6 +6,7 @@ import {
   EXPORT_TABLES,
   JOB_TABLES,
   TENANT_USAGE_TABLES,
+  OUTBOX_TABLES,
   REVOCATION_TABLES,
   TABLES,
   WORKFLOW_INSTANCE_COLUMNS,
@@ -14,7 +15,7 @@ import {
 } from '../../src/database/schema';
 import { createTestDatabase, migratedDataSource, TestDatabase } from '../support/test-database';
 
-describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime, TenantKeyIndexes, Jobs, RecordHistory)', () => {
+describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime, TenantKeyIndexes, Jobs, Outbox, RecordHistory, TenantUsage)', () => {
   let db: TestDatabase;
   let ds: DataSource;
 
@@ -38,6 +39,7 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         WORKFLOW_STEP_KEYS_TABLE,
         ...JOB_TABLES,
         ...TENANT_USAGE_TABLES,
+        ...OUTBOX_TABLES,
       ]) {
         const table = await qr.getTable(def.name);
         expect(table).toBeDefined();
@@ -117,6 +119,7 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         'WorkflowRuntime1795478400000',
         'TenantKeyIndexes1795564800000',
         'Jobs1795651200000',
+        'Outbox1795737600000',
         'RecordHistory1795824000000',
         'TenantUsage1795910400000',
       ]);
@@ -131,6 +134,10 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
       await ds.undoLastMigration({ transaction: 'each' });
       for (const c of AUDIT_HISTORY_COLUMNS) expect(await auditColumns()).not.toContain(c.name);
       expect(await auditColumns()).toContain('aud_before');
+      // Then Outbox drops its tables only.
+      await ds.undoLastMigration({ transaction: 'each' });
+      for (const def of OUTBOX_TABLES) expect(await qr.hasTable(def.name)).toBe(false);
+      expect(await qr.hasTable('app_jobs')).toBe(true);
       // Then Jobs drops its table only.
       await ds.undoLastMigration({ transaction: 'each' });
       for (const def of JOB_TABLES) expect(await qr.hasTable(def.name)).toBe(false);
@@ -166,6 +173,7 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         'WorkflowRuntime1795478400000',
         'TenantKeyIndexes1795564800000',
         'Jobs1795651200000',
+        'Outbox1795737600000',
         'RecordHistory1795824000000',
         'TenantUsage1795910400000',
       ]);
@@ -177,6 +185,7 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         WORKFLOW_STEP_KEYS_TABLE,
         ...JOB_TABLES,
         ...TENANT_USAGE_TABLES,
+        ...OUTBOX_TABLES,
       ])
         expect(await qr.hasTable(def.name)).toBe(true);
       const queue = await qr.getTable('wft_queue');

@@ -136,4 +136,31 @@ describe(`Stored secret rotation (D57) on ${testDialect()}`, () => {
     expect(JSON.stringify(counts)).not.toContain('example.test');
     expect((await stored())[0].value).toBe(foreign);
   });
+
+  it('should re-encrypt webhook signing secrets too, under their own purpose (D54)', async () => {
+    await ds.createQueryBuilder().delete().from('app_webhooks').execute();
+    const secret = 'whsec_' + randomBytes(32).toString('base64');
+    await ds
+      .createQueryBuilder()
+      .insert()
+      .into('app_webhooks')
+      .values({
+        whk_code: 'rotated',
+        whk_url: 'https://hooks.example.test/x',
+        whk_secret: encryptConnectionString(secret, OLD, 'mtb:app_webhooks:v1'),
+        whk_cursor: 0,
+        whk_tenant_id: 1,
+        whk_status: 1,
+        whk_is_deleted: false,
+      })
+      .execute();
+    const results = await rotateStoredSecrets(ds, keyRing(NEW, [OLD]));
+    const webhooks = [...results].find(([t]) => t.table === 'app_webhooks')![1];
+    expect(webhooks).toMatchObject({ scanned: 1, reencrypted: 1, failed: 0 });
+    const [row] = await ds.query(`SELECT whk_secret AS v FROM app_webhooks WHERE whk_code = 'rotated'`);
+    const stored = String((row as { v: string }).v);
+    expect(decryptConnectionString(stored, keyRing(NEW), 'mtb:app_webhooks:v1')).toBe(secret);
+    // Under the connections' purpose the same key opens nothing: the two kinds stay apart.
+    expect(() => decryptConnectionString(stored, keyRing(NEW))).toThrow(/cannot be decrypted/);
+  });
 });

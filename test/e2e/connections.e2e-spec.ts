@@ -187,6 +187,15 @@ describe('External connections at start-up (D3)', () => {
           ['entity.deleted', 1],
         ]);
         expect(await auditRows(ext, id)).toEqual([]);
+        // D54: the events are in the configuration database's outbox, beside the audit rows.
+        const events = await cfg.query<Array<{ type: unknown }>>(
+          `SELECT evt_type AS type FROM app_events WHERE evt_entity_code = 'remote_people' AND evt_record_id = ${id} ORDER BY evt_sequence`,
+        );
+        expect(events.map((e) => String(e.type))).toEqual([
+          'remote_people.created',
+          'remote_people.updated',
+          'remote_people.deleted',
+        ]);
       });
 
       it('should write a bulk request across both databases: a savepoint per row on each (D51)', async () => {

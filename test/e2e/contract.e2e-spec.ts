@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseService } from '../../src/database/database.service';
+import { toDbTimestamp } from '../../src/database/dialect/timestamps';
 import { startSmtpServer, TestSmtpServer } from '../support/smtp';
 import { authHeaders, signin, TENANT, tenantHeader } from '../support/auth';
 import { ContractRecorder, installContractHook } from '../support/contract/contract-recorder';
@@ -50,6 +51,8 @@ describe('OpenAPI contract: every operation, every documented status', () => {
       if (name === 'dvc_code') return 'customers_grid';
       if (name === 'actionId') return 'make_silver';
       if (name === 'file_id') return fileId;
+      if (path.startsWith('/api/v1/webhooks/'))
+        return name === 'code' ? 'contract_hook' : String(ids.delivery);
       if (name === 'version') return '1';
       if (name === 'code') {
         if (path.includes('/config/pages/')) return 'customer_form';
@@ -86,6 +89,8 @@ describe('OpenAPI contract: every operation, every documented status', () => {
         PUBLIC_URL: 'https://app.example.test',
         EXPORT_DIR: exportDir,
         WORKFLOW_POLL_MS: '50',
+        // Deliveries stay as the walk leaves them (no receiver is reached from here).
+        WEBHOOK_WORKER: 'off',
       },
       beforeInit: installFault,
     });
@@ -393,6 +398,69 @@ describe('OpenAPI contract: every operation, every documented status', () => {
     expect(
       (await send(main, 'POST', '/api/v1/admin/cache/clear', root, { scope: 'lists', tenantId: 1 })).status,
     ).toBe(200);
+    // Webhooks (D54): create (the secret once), read, list, change, the delivery log and a retry.
+    const hook = { url: 'https://hooks.example.test/contract', events: ['customers.*'] };
+    expect(
+      (await send(main, 'POST', '/api/v1/webhooks', admin, { code: 'contract_hook', ...hook })).status,
+    ).toBe(201);
+    expect(
+      (await send(main, 'POST', '/api/v1/webhooks', admin, { code: 'contract_hook', ...hook })).status,
+    ).toBe(409);
+    expect((await send(main, 'GET', '/api/v1/webhooks', admin)).status).toBe(200);
+    expect((await send(main, 'GET', '/api/v1/webhooks/contract_hook', admin)).status).toBe(200);
+    expect(
+      (
+        await send(main, 'PUT', '/api/v1/webhooks/contract_hook', admin, {
+          description: 'contract',
+          rotateSecret: true,
+        })
+      ).status,
+    ).toBe(200);
+    const ds = main.app.get(DatabaseService).dataSource;
+    const [hookRow] = await ds.query<Array<{ whk_id: unknown }>>(
+      `SELECT whk_id FROM app_webhooks WHERE whk_code = 'contract_hook'`,
+    );
+    const stamp = toDbTimestamp(Date.now());
+    await ds
+      .createQueryBuilder()
+      .insert()
+      .into('app_webhook_deliveries')
+      .values({
+        whd_uid: 'msg_contract000000000000000000000',
+        whd_tenant_id: 1,
+        whd_webhook_id: Number(hookRow.whk_id),
+        whd_event_uid: 'evt_contract',
+        whd_sequence: 1,
+        whd_type: 'customers.updated',
+        whd_entity_code: 'customers',
+        whd_record_id: ids.customers,
+        whd_payload: '{}',
+        whd_status: 'DEAD',
+        whd_attempts: 8,
+        whd_last_status: 500,
+        whd_last_response: 'no',
+        whd_last_attempt_at: stamp,
+        whd_occurred_at: stamp,
+        whd_created_at: stamp,
+      })
+      .execute();
+    const log = await send(main, 'GET', '/api/v1/webhooks/contract_hook/deliveries?status=DEAD', admin);
+    expect(log.status).toBe(200);
+    ids.delivery = log.json.data[0].id;
+    expect(
+      (await send(main, 'POST', urlOf('/api/v1/webhooks/{code}/deliveries/{id}/retry'), admin)).status,
+    ).toBe(200);
+    // A delivery being sent cannot be queued again meanwhile.
+    await ds.query(
+      `UPDATE app_webhook_deliveries SET whd_status = 'DELIVERING' WHERE whd_id = ${ids.delivery}`,
+    );
+    expect(
+      (await send(main, 'POST', urlOf('/api/v1/webhooks/{code}/deliveries/{id}/retry'), admin)).status,
+    ).toBe(409);
+    expect(
+      (await send(main, 'POST', '/api/v1/webhooks', admin, { code: 'contract_gone', ...hook })).status,
+    ).toBe(201);
+    expect((await send(main, 'DELETE', '/api/v1/webhooks/contract_gone', admin)).status).toBe(200);
     // The tenant lifecycle (D58): a throwaway tenant created, read and erased by the system administrator.
     const tenantMade = await send(main, 'POST', '/api/v1/admin/tenants', root, {
       code: 'contract_walk',

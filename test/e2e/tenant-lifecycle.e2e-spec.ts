@@ -3,6 +3,7 @@ import { DatabaseService } from '../../src/database/database.service';
 import {
   EXPORT_TABLES,
   JOB_TABLES,
+  OUTBOX_TABLES,
   REVOCATION_TABLES,
   TABLES,
   TENANT_OWNED_TABLES,
@@ -22,6 +23,7 @@ const ALL_TABLES: readonly TableDef[] = [
   WORKFLOW_STEP_KEYS_TABLE,
   ...JOB_TABLES,
   ...TENANT_USAGE_TABLES,
+  ...OUTBOX_TABLES,
 ];
 const PASSWORD = 'umbrella passphrase 1';
 

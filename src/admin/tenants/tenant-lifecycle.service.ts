@@ -1,4 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
+import type { AppConfig } from '../../config/config.schema';
+import { InjectConfig } from '../../config/inject-config.decorator';
+import { storedSecretKeyRing } from '../../config/key-ring';
+import { encryptConnectionString } from '../../database/connections/connection-string.crypto';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { CacheService } from '../../cache/cache.service';
 import { CacheClearService } from '../../catalog/cache-clear.service';
@@ -69,6 +74,7 @@ export class TenantLifecycleService {
     private readonly clearing: CacheClearService,
     private readonly usageCounter: TenantUsageService,
     @Inject(EXPORT_STORE) private readonly exports: ExportStore,
+    @InjectConfig() private readonly config: AppConfig,
   ) {}
 
   private get ds(): DataSource {
@@ -219,11 +225,34 @@ export class TenantLifecycleService {
       row[`${p}_last_modified`] = now;
       if (table.table === 'app_object_profiles')
         row.prf_code = `${String(row.prf_code)}_${created.code}`.slice(0, 100);
+      if (table.table === 'app_webhooks') Object.assign(row, this.disabledWebhookCopy());
       if (table.table === 'app_dataview_configs' && row.dvc_page_config_id != null)
         row.dvc_page_config_id = await this.copiedPageId(qr, Number(row.dvc_page_config_id), created);
       await this.ds.createQueryBuilder(qr).insert().into(table.table, Object.keys(row)).values(row).execute();
     }
     return rows.length;
+  }
+
+  /**
+   * A template's webhook comes over disabled (D58), with a secret of its own (never the
+   * template's) and no delivery state: an administrator of the new tenant reads nothing of the
+   * template's secret and enables the webhook once its receiver knows the new one (rotateSecret).
+   */
+  private disabledWebhookCopy(): Row {
+    const secret = `whsec_${randomBytes(32).toString('base64')}`;
+    return {
+      whk_status: 0,
+      whk_secret: encryptConnectionString(
+        secret,
+        storedSecretKeyRing(this.config.crypto),
+        'mtb:app_webhooks:v1',
+      ),
+      whk_cursor: 0,
+      whk_relay_owner: null,
+      whk_relay_until: null,
+      whk_failing_since: null,
+      whk_disabled_reason: 'copied from the template tenant: rotate its secret, then enable it',
+    };
   }
 
   private async copiedPageId(

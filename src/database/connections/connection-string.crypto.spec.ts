@@ -16,7 +16,9 @@ const URL = 'postgres://erp:s3cr%40t@db.example.com:5432/erp';
 
 /** The form written before key ids (D57), built here independently: `enc:v1:<iv>:<tag>:<ct>`. */
 function encryptV1(plain: string, master: Buffer): string {
-  const key = Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), Buffer.from('mtb:app_connections:v1'), 32));
+  const key = Buffer.from(
+    hkdfSync('sha256', master, Buffer.alloc(0), Buffer.from('mtb:app_connections:v1'), 32),
+  );
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   const ct = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
@@ -121,9 +123,13 @@ describe('connection string crypto (D3)', () => {
 
     it('should refuse a key id that is not accepted (even if another key would fit)', () => {
       const stored = encryptConnectionString(URL, oldKey);
-      expect(() => decryptConnectionString(stored, keyRing(newKey))).toThrow(/neither CONNECTION_ENCRYPTION_KEY/);
+      expect(() => decryptConnectionString(stored, keyRing(newKey))).toThrow(
+        /neither CONNECTION_ENCRYPTION_KEY/,
+      );
       const relabelled = stored.replace(/^enc:v2:[0-9a-f]{8}:/, `enc:v2:${keyIdOf(newKey)}:`);
-      expect(() => decryptConnectionString(relabelled, keyRing(newKey, [oldKey]))).toThrow(/cannot be decrypted/);
+      expect(() => decryptConnectionString(relabelled, keyRing(newKey, [oldKey]))).toThrow(
+        /cannot be decrypted/,
+      );
     });
   });
 });

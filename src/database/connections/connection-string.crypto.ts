@@ -20,7 +20,6 @@ import { KEY_ID, keyIdOf, keyRing, type KeyRing, type RingKey } from '../../conf
  */
 export const CONNECTION_STRING_PREFIX = 'enc:v2:';
 const ALGORITHM = 'aes-256-gcm';
-const HKDF_INFO = Buffer.from('mtb:app_connections:v1');
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const STORED_V1 = /^enc:v1:([0-9a-f]{24}):([0-9a-f]{32}):((?:[0-9a-f]{2})+)$/i;
@@ -32,6 +31,12 @@ export class ConnectionStringCryptoError extends Error {
     this.name = 'ConnectionStringCryptoError';
   }
 }
+
+/**
+ * The HKDF `info` of each kind of secret kept at rest (D54: a webhook's signing secret is
+ * `mtb:app_webhooks:v1`), so that one configured key never encrypts two kinds of data directly.
+ */
+export type SecretPurpose = 'mtb:app_connections:v1' | 'mtb:app_webhooks:v1';
 
 const BAD_KEY = 'CONNECTION_ENCRYPTION_KEY must be 32 bytes as 64 hex characters or base64';
 
@@ -45,8 +50,8 @@ function ringOf(keys: string | Buffer | KeyRing): KeyRing {
   return typeof keys === 'string' || Buffer.isBuffer(keys) ? keyRing(masterKey(keys)) : keys;
 }
 
-function aesKey(master: Buffer): Buffer {
-  return Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), HKDF_INFO, 32));
+function aesKey(master: Buffer, purpose: SecretPurpose): Buffer {
+  return Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), Buffer.from(purpose), 32));
 }
 
 /** True when the value has a stored form's prefix (it may still fail to decrypt). */
@@ -59,11 +64,15 @@ export function isEncryptedConnectionString(value: string): boolean {
  * Encrypts a secret into the stored form, under `keys`' current key (a bare key is a ring of one);
  * a fresh random IV every call.
  */
-export function encryptConnectionString(plain: string, keys: string | Buffer | KeyRing): string {
+export function encryptConnectionString(
+  plain: string,
+  keys: string | Buffer | KeyRing,
+  purpose: SecretPurpose = 'mtb:app_connections:v1',
+): string {
   if (plain.trim() === '') throw new ConnectionStringCryptoError('The connection string is empty');
   const key = ringOf(keys).current;
   const iv = randomBytes(IV_BYTES);
-  const cipher = createCipheriv(ALGORITHM, aesKey(key.bytes), iv, { authTagLength: TAG_BYTES });
+  const cipher = createCipheriv(ALGORITHM, aesKey(key.bytes, purpose), iv, { authTagLength: TAG_BYTES });
   const ciphertext = Buffer.concat([cipher.update(plain.trim(), 'utf8'), cipher.final()]);
   return `${CONNECTION_STRING_PREFIX}${key.id}:${iv.toString('hex')}:${cipher.getAuthTag().toString('hex')}:${ciphertext.toString('hex')}`;
 }
@@ -83,7 +92,11 @@ export function needsReencryption(stored: string, keys: KeyRing): boolean {
  * ConnectionStringCryptoError for a plain value, a malformed value, an unknown key id, a wrong key
  * or tampered data; the message never contains the value.
  */
-export function decryptConnectionString(stored: string, keys: string | Buffer | KeyRing): string {
+export function decryptConnectionString(
+  stored: string,
+  keys: string | Buffer | KeyRing,
+  purpose: SecretPurpose = 'mtb:app_connections:v1',
+): string {
   const value = stored.trim();
   if (!isEncryptedConnectionString(value)) {
     throw new ConnectionStringCryptoError(
@@ -109,7 +122,7 @@ export function decryptConnectionString(stored: string, keys: string | Buffer | 
   } else throw new ConnectionStringCryptoError('malformed encrypted value');
   for (const key of candidates) {
     try {
-      const decipher = createDecipheriv(ALGORITHM, aesKey(key.bytes), Buffer.from(ivHex, 'hex'), {
+      const decipher = createDecipheriv(ALGORITHM, aesKey(key.bytes, purpose), Buffer.from(ivHex, 'hex'), {
         authTagLength: TAG_BYTES,
       });
       decipher.setAuthTag(Buffer.from(tagHex, 'hex'));

@@ -4,6 +4,7 @@ import { ExportFiles1795392000000 } from './1795392000000-export-files';
 import { WorkflowRuntime1795478400000 } from './1795478400000-workflow-runtime';
 import { TenantKeyIndexes1795564800000 } from './1795564800000-tenant-key-indexes';
 import { Jobs1795651200000 } from './1795651200000-jobs';
+import { Outbox1795737600000 } from './1795737600000-outbox';
 import { RecordHistory1795824000000 } from './1795824000000-record-history';
 import { TenantUsage1795910400000 } from './1795910400000-tenant-usage';
 
@@ -15,6 +16,7 @@ export const MIGRATIONS = [
   WorkflowRuntime1795478400000,
   TenantKeyIndexes1795564800000,
   Jobs1795651200000,
+  Outbox1795737600000,
   RecordHistory1795824000000,
   TenantUsage1795910400000,
 ];

@@ -15,3 +15,4 @@ export * from './jobs';
 export * from './tenant-usage';
 export * from './tenant-owned';
 export * from './history';
+export * from './outbox';

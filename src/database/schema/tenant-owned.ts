@@ -28,6 +28,8 @@ export const TENANT_OWNED_TABLES: readonly TenantOwnedTable[] = [
   { table: 'app_dataview_configs', prefix: 'dvc', kind: 'config', copied: true },
   { table: 'app_navigation_configs', prefix: 'nav', kind: 'config', copied: true },
   { table: 'app_value_sets', prefix: 'vs', kind: 'config', copied: true },
+  // Copied disabled, with a new secret and no delivery state (D58).
+  { table: 'app_webhooks', prefix: 'whk', kind: 'config', copied: true },
   // A tenant's own connections carry its credentials: never copied to another tenant.
   { table: 'app_connections', prefix: 'con', kind: 'config' },
   { table: 'app_users', prefix: 'usr', kind: 'users' },
@@ -38,6 +40,9 @@ export const TENANT_OWNED_TABLES: readonly TenantOwnedTable[] = [
   { table: 'wft_node_states', prefix: 'wns', kind: 'data' },
   { table: 'wft_instances', prefix: 'wfi', kind: 'data' },
   { table: 'app_audit_logs', prefix: 'aud', kind: 'data' },
+  { table: 'app_webhook_deliveries', prefix: 'whd', kind: 'data' },
+  { table: 'app_events', prefix: 'evt', kind: 'data' },
+  { table: 'app_event_sequences', prefix: 'evs', kind: 'data' },
   { table: 'app_export_files', prefix: 'exf', kind: 'data' },
   { table: 'app_jobs', prefix: 'job', kind: 'data' },
   { table: 'app_revoked_tokens', prefix: 'rvk', kind: 'data' },

@@ -4,6 +4,7 @@ import {
   decryptConnectionString,
   encryptConnectionString,
   needsReencryption,
+  type SecretPurpose,
 } from '../connections/connection-string.crypto';
 
 /**
@@ -15,10 +16,18 @@ export interface StoredSecretColumn {
   /** The row's integer primary key. */
   key: string;
   column: string;
+  /** The HKDF purpose the values are encrypted under. */
+  purpose: SecretPurpose;
 }
 
 export const STORED_SECRET_COLUMNS: readonly StoredSecretColumn[] = [
-  { table: 'app_connections', key: 'con_id', column: 'con_connection_string' },
+  {
+    table: 'app_connections',
+    key: 'con_id',
+    column: 'con_connection_string',
+    purpose: 'mtb:app_connections:v1',
+  },
+  { table: 'app_webhooks', key: 'whk_id', column: 'whk_secret', purpose: 'mtb:app_webhooks:v1' },
 ];
 
 export interface RotationCounts {
@@ -84,7 +93,7 @@ export async function rotateColumn(
       }
       let plain: string;
       try {
-        plain = decryptConnectionString(stored, keys);
+        plain = decryptConnectionString(stored, keys, target.purpose);
       } catch {
         counts.failed++;
         counts.failedKeys.push(`${target.table}.${target.key}=${id}`);
@@ -93,7 +102,7 @@ export async function rotateColumn(
       const result = await ds
         .createQueryBuilder()
         .update(target.table)
-        .set({ [target.column]: encryptConnectionString(plain, keys) })
+        .set({ [target.column]: encryptConnectionString(plain, keys, target.purpose) })
         .where(`${target.key} = :id`, { id })
         .andWhere(`${target.column} = :old`, { old: row.value })
         .execute();

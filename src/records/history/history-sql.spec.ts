@@ -136,9 +136,10 @@ describe('record history SQL (HistoryRepository), generated offline per dialect'
       ).toBe(undefined);
       const own = statements.find((s) => s.label === 'retention: one tenant')!;
       expect(own.sql).toMatch(/AND a\.aud_tenant_id = /);
-      expect([...own.params, ...(/aud_tenant_id = (\d+)/.exec(own.sql)?.slice(1).map(Number) ?? [])]).toContain(
-        TENANT_ID,
-      );
+      expect([
+        ...own.params,
+        ...(/aud_tenant_id = (\d+)/.exec(own.sql)?.slice(1).map(Number) ?? []),
+      ]).toContain(TENANT_ID);
     });
 
     it('prints every statement for review (snapshot)', async () => {

@@ -93,6 +93,8 @@ export class CreateRecord {
       operationId: randomUUID(),
     });
     await s.recordAudit(ctx, tx.config, auditEntry);
+    const set = [...checked.values.map((v) => v.field.name), ...secrets.map((x) => x.input)];
+    s.emit(tx, ctx, entity, 'created', newId, set, after, now);
     await hooks.beforeCommit?.(tx, newId);
     return { id: newId, entry: auditEntry, record: after, token: new Date(now).toISOString() };
   }

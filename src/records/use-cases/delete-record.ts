@@ -117,6 +117,9 @@ export class DeleteRecord {
       operationId,
     });
     await s.recordAudit(ctx, tx.config, auditEntry);
+    s.emit(tx, ctx, entity, 'deleted', id, [], before, at);
+    for (const step of plan.cascade)
+      for (const row of step.rows) s.emit(tx, ctx, step.entity, 'deleted', row.id, [], { id: row.id }, at);
     // Every cascaded row gets an audit row of its own, pointing back at the parent.
     for (const step of plan.cascade) {
       for (const row of step.rows) {

@@ -152,6 +152,17 @@ export class UpdateRecord {
       await s.revokeTokensOf(tx, entity, ctx.tenantId, id, at);
     const stored = await s.repository.load(tx.data, entity, scope, fields, id);
     const after = stored ? s.typed(fields, stored.fields) : { ...before, ...s.snapshot(entity, id, values) };
+    const names = [...changed.map((v) => v.field.name), ...secrets.map((x) => x.input)];
+    s.emit(
+      tx,
+      ctx,
+      entity,
+      options.event === 'entity.restored' ? 'restored' : 'updated',
+      id,
+      names,
+      { ...after },
+      at,
+    );
     // Write-only inputs are never stored in the audit, but that they changed is.
     for (const secret of secrets) after[secret.input] = '[changed]';
     const auditEntry = s.entry(ctx, options.event ?? 'entity.updated', id, before, after, at, {

@@ -17,6 +17,7 @@ import { RecordsWriteRepository, WriteTx } from '../records-write.repository';
 import { toDbTimestamp } from '../../database/dialect/timestamps';
 import type { CheckedPayload, AcceptedValue } from '../validation';
 import { fromDb, toDb } from '../values';
+import type { EventAction } from '../outbox/outbox.types';
 
 /** D37's event type of an audit event: entity.created → created, and so on. */
 /**
@@ -357,6 +358,33 @@ export class RecordWriteSupport {
     for (const x of changed) byEntity.set(x.entity.code, [...(byEntity.get(x.entity.code) ?? []), ...x.ids]);
     for (const [code, ids] of byEntity)
       await this.caches.invalidate(ctx.tenantId, code, ids, EVENT_TYPE[event]);
+  }
+
+  /**
+   * D54: the write's event for the outbox, committed with the write (WriteTx.emit). `record` is the
+   * row as stored (hidden fields are never in a snapshot); `changes` the fields the write set.
+   */
+  emit(
+    tx: WriteTx,
+    ctx: RecordContext,
+    entity: EntityInfo,
+    action: EventAction,
+    recordId: number,
+    changes: string[],
+    record: Row | null,
+    at: number,
+  ): void {
+    tx.emit({
+      tenantId: ctx.tenantId,
+      action,
+      entityCode: entity.code,
+      recordId,
+      occurredAt: at,
+      actor: { userId: ctx.user.userId, email: ctx.user.email },
+      requestId: ctx.requestId,
+      changes: [...new Set(changes)],
+      record,
+    });
   }
 
   /** The audit row, in the transaction, when the profile's flags ask for it. */

@@ -1,0 +1,265 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import type { QueryRunner } from 'typeorm';
+import { DatabaseService } from '../../database/database.service';
+import { dialectOf } from '../../database/dialect';
+import { translateDbError } from '../../database/dialect/constraint-errors';
+import { fromDbTimestamp, toDbTimestamp } from '../../database/dialect/timestamps';
+import { tenantNumberOf } from '../../database/scope/tenant-rows';
+import type { OutboxEvent, PendingEvent } from './outbox.types';
+
+const EVENTS = 'app_events';
+const SEQUENCES = 'app_event_sequences';
+/** Rows per INSERT of events: below every dialect's parameter limit (SQL Server: 2,100). */
+const INSERT_CHUNK = 100;
+
+type Raw = Record<string, unknown>;
+
+function parseJson<T>(value: unknown, fallback: T): T {
+  if (typeof value !== 'string') return (value as T) ?? fallback;
+  try {
+    return JSON.parse(value) as T;
+  } catch {
+    return fallback;
+  }
+}
+
+/**
+ * The outbox of D54 on the configuration database. `append` runs inside a records write's
+ * transaction as its last statements (records-write.repository.ts), after every other lock of the
+ * write has been taken: it takes the tenant's next sequence numbers with an UPDATE of the tenant's
+ * counter row and keeps that row locked until the write commits or rolls back. Writers of one
+ * tenant therefore commit their events in sequence order, on every dialect and from every
+ * instance, and a reader paging by (tenant, sequence) never finds a gap filled in later.
+ */
+@Injectable()
+export class OutboxRepository {
+  /** Tenants whose counter row is known to exist (it is never removed). */
+  private readonly counted = new Set<number>();
+  private readonly listeners = new Set<(events: readonly OutboxEvent[]) => void>();
+
+  /**
+   * Calls `listener` after each commit of this process that added events (the webhook worker
+   * wakes up, the live changes of D55 can fan out); the unsubscribe function.
+   */
+  onCommitted(listener: (events: readonly OutboxEvent[]) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Called by the write path once a transaction with events has committed. */
+  committed(events: readonly OutboxEvent[]): void {
+    for (const l of this.listeners) {
+      try {
+        l(events);
+      } catch {
+        // A listener's failure is its own; the write has committed.
+      }
+    }
+  }
+
+  constructor(private readonly database: DatabaseService) {}
+
+  async append(qr: QueryRunner, events: readonly PendingEvent[]): Promise<OutboxEvent[]> {
+    const byTenant = new Map<number, PendingEvent[]>();
+    for (const e of events) {
+      const t = tenantNumberOf(e.tenantId);
+      byTenant.set(t, [...(byTenant.get(t) ?? []), e]);
+    }
+    const out: OutboxEvent[] = [];
+    // Counter rows are locked in tenant order, so two multi-tenant writes cannot deadlock.
+    for (const tenant of [...byTenant.keys()].sort((a, b) => a - b)) {
+      const list = byTenant.get(tenant)!;
+      const last = await this.take(qr, tenant, list.length);
+      const first = last - list.length + 1;
+      const rows = list.map((e, i) => this.toRow(e, tenant, first + i));
+      for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+        const chunk = rows.slice(i, i + INSERT_CHUNK);
+        await qr.connection
+          .createQueryBuilder(qr)
+          .insert()
+          .into(EVENTS, Object.keys(chunk[0]))
+          .values(chunk)
+          .execute();
+      }
+      out.push(...rows.map((r, i) => this.fromPending(list[i], r)));
+    }
+    return out;
+  }
+
+  /** Adds `n` to the tenant's counter (locking its row until the transaction ends); the new last number. */
+  private async take(qr: QueryRunner, tenant: number, n: number): Promise<number> {
+    if (!this.counted.has(tenant)) {
+      await this.ensureCounter(qr, tenant);
+      this.counted.add(tenant);
+    }
+    const ds = qr.connection;
+    const column = ds.driver.escape('evs_last_sequence');
+    const result = await ds
+      .createQueryBuilder(qr)
+      .update(SEQUENCES)
+      .set({ evs_last_sequence: () => `${column} + ${Number(n)}` })
+      .where('evs_tenant_id = :tenant', { tenant })
+      .execute();
+    if (result.affected === 0) {
+      // Known to this process but gone (a test database was rebuilt): create it and take again.
+      this.counted.delete(tenant);
+      return this.take(qr, tenant, n);
+    }
+    const row = await ds
+      .createQueryBuilder(qr)
+      .select('evs_last_sequence', 'last')
+      .from(SEQUENCES, 's')
+      .where('evs_tenant_id = :tenant', { tenant })
+      .getRawOne<{ last: unknown }>();
+    return Number(row?.last);
+  }
+
+  /**
+   * Creates the tenant's counter row if it is missing. The check is a plain (non-locking) read, so
+   * it takes no gap lock on MariaDB; the INSERT runs outside the write's transaction (a failed
+   * statement would abort a PostgreSQL transaction) and a concurrent creator's duplicate is fine.
+   * SQLite has one connection and one writer: there the INSERT joins the transaction.
+   */
+  private async ensureCounter(qr: QueryRunner, tenant: number): Promise<void> {
+    const ds = qr.connection;
+    const exists = await ds
+      .createQueryBuilder(qr)
+      .select('evs_id', 'id')
+      .from(SEQUENCES, 's')
+      .where('evs_tenant_id = :tenant', { tenant })
+      .getRawOne<{ id: unknown }>();
+    if (exists) return;
+    const insert = (runner: QueryRunner) =>
+      ds
+        .createQueryBuilder(runner)
+        .insert()
+        .into(SEQUENCES, ['evs_tenant_id', 'evs_last_sequence'])
+        .values({ evs_tenant_id: tenant, evs_last_sequence: 0 })
+        .execute();
+    if (dialectOf(ds.driver.options.type) === 'sqlite') {
+      await insert(qr);
+      return;
+    }
+    const own = ds.createQueryRunner();
+    try {
+      await insert(own);
+    } catch (err) {
+      const translated = translateDbError(err, { fields: [] }) as { reason?: string };
+      if (translated?.reason !== 'duplicate_value') throw err;
+    } finally {
+      await own.release();
+    }
+  }
+
+  private toRow(e: PendingEvent, tenant: number, sequence: number): Raw {
+    return {
+      evt_uid: `evt_${randomUUID().replace(/-/g, '')}`,
+      evt_tenant_id: tenant,
+      evt_sequence: sequence,
+      evt_type: `${e.entityCode}.${e.action}`,
+      evt_entity_code: e.entityCode,
+      evt_record_id: e.recordId,
+      evt_occurred_at: toDbTimestamp(e.occurredAt),
+      evt_actor_id: e.actor.userId,
+      evt_actor_email: e.actor.email,
+      evt_request_id: e.requestId ? e.requestId.slice(0, 100) : null,
+      evt_changes: JSON.stringify(e.changes),
+      evt_record: e.record === null ? null : JSON.stringify(e.record),
+    };
+  }
+
+  private fromPending(e: PendingEvent, row: Raw): OutboxEvent {
+    return {
+      id: row.evt_uid as string,
+      tenantId: e.tenantId,
+      sequence: row.evt_sequence as number,
+      type: row.evt_type as string,
+      entity: e.entityCode,
+      recordId: e.recordId,
+      occurredAt: e.occurredAt,
+      actor: e.actor,
+      requestId: e.requestId,
+      changes: e.changes,
+      record: e.record,
+    };
+  }
+
+  /** The tenant's events after `afterSequence`, in sequence order (the relay; D55's resume). */
+  async readAfter(tenantId: string, afterSequence: number, limit: number): Promise<OutboxEvent[]> {
+    const ds = this.database.dataSource;
+    const rows = await ds
+      .createQueryBuilder()
+      .select('*')
+      .from(EVENTS, 'e')
+      .where('evt_tenant_id = :tenant', { tenant: tenantNumberOf(tenantId) })
+      .andWhere('evt_sequence > :after', { after: afterSequence })
+      .orderBy('evt_sequence', 'ASC')
+      .limit(limit)
+      .getRawMany<Raw>();
+    const driver = ds.driver.options.type;
+    return rows.map((r) => ({
+      id: String(r.evt_uid),
+      tenantId: String(r.evt_tenant_id),
+      sequence: Number(r.evt_sequence),
+      type: String(r.evt_type),
+      entity: String(r.evt_entity_code),
+      recordId: Number(r.evt_record_id),
+      occurredAt: fromDbTimestamp(r.evt_occurred_at, driver) ?? 0,
+      actor: {
+        userId: r.evt_actor_id === null ? null : Number(r.evt_actor_id),
+        email: (r.evt_actor_email as string | null) ?? null,
+      },
+      requestId: (r.evt_request_id as string | null) ?? null,
+      changes: parseJson<string[]>(r.evt_changes, []),
+      record: parseJson<Record<string, unknown> | null>(r.evt_record, null),
+    }));
+  }
+
+  /** The tenant's last sequence number given out (0 before its first event). */
+  async lastSequence(tenantId: string): Promise<number> {
+    const row = await this.database.dataSource
+      .createQueryBuilder()
+      .select('evs_last_sequence', 'last')
+      .from(SEQUENCES, 's')
+      .where('evs_tenant_id = :tenant', { tenant: tenantNumberOf(tenantId) })
+      .getRawOne<{ last: unknown }>();
+    return row ? Number(row.last) : 0;
+  }
+
+  /** The oldest retained sequence of the tenant (D55: an older Last-Event-ID is a reset), or null. */
+  async firstSequence(tenantId: string): Promise<number | null> {
+    const row = await this.database.dataSource
+      .createQueryBuilder()
+      .select('MIN(evt_sequence)', 'first')
+      .from(EVENTS, 'e')
+      .where('evt_tenant_id = :tenant', { tenant: tenantNumberOf(tenantId) })
+      .getRawOne<{ first: unknown }>();
+    return row?.first === null || row?.first === undefined ? null : Number(row.first);
+  }
+
+  /**
+   * Removes events that occurred before `before`, at most `limit` of them (every tenant's: the
+   * retention is the service's), oldest first; the number removed. The counters stay, so numbers
+   * are never given out twice.
+   */
+  async purge(before: number, limit: number): Promise<number> {
+    const ds = this.database.dataSource;
+    const ids = await ds
+      .createQueryBuilder()
+      .select('evt_id', 'id')
+      .from(EVENTS, 'e')
+      .where('evt_occurred_at < :before', { before: toDbTimestamp(before) })
+      .orderBy('evt_id', 'ASC')
+      .limit(limit)
+      .getRawMany<{ id: unknown }>();
+    if (ids.length === 0) return 0;
+    const result = await ds
+      .createQueryBuilder()
+      .delete()
+      .from(EVENTS)
+      .where('evt_id IN (:...ids)', { ids: ids.map((r) => Number(r.id)) })
+      .execute();
+    return result.affected ?? ids.length;
+  }
+}
