@@ -830,6 +830,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/tenants/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Export every row of a tenant as a ZIP, built by a job (one JSON-lines file per table)
+         * @description Needs admin:system. The job belongs to the administrator's tenant: poll GET …/export/{jobId}; once COMPLETED, `downloadUrl` serves the ZIP through the download route with the same tenant header and token. Secret columns (password hashes, connection strings, webhook secrets) and hidden entity fields are left out.
+         */
+        post: operations["exportTenant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/tenants/{id}/export/{jobId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A tenant export job: status, rows written, and the download once done
+         * @description Needs admin:system. Only jobs of the caller's own tenant are found.
+         */
+        get: operations["getTenantExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/tenants/{id}": {
         parameters: {
             query?: never;
@@ -1423,6 +1463,62 @@ export interface components {
             imports: components["schemas"]["JobUsageDto"];
             /** @description Bytes the service stores for this tenant besides its rows */
             stored: components["schemas"]["StoredUsageDto"];
+        };
+        TenantExportStartedDto: {
+            /**
+             * @description Poll GET /api/v1/admin/tenants/{id}/export/{jobId}
+             * @example 42
+             */
+            jobId: number;
+            /**
+             * @example PENDING
+             * @enum {string}
+             */
+            status: "PENDING" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELLED";
+        };
+        TenantExportErrorDto: {
+            /** @example FORBIDDEN */
+            code: string;
+            /** @example Permission admin:system required */
+            message: string;
+        };
+        TenantExportJobDto: {
+            /** @example 42 */
+            jobId: number;
+            /**
+             * @description The tenant exported
+             * @example 4
+             */
+            tenantId: string;
+            /**
+             * @example COMPLETED
+             * @enum {string}
+             */
+            status: "PENDING" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELLED";
+            /**
+             * @description Rows written so far
+             * @example 1520
+             */
+            processed: number;
+            /** @example tenant-umbrella-2026-11-26.zip */
+            filename?: string;
+            /**
+             * @description The ZIP (one JSON-lines file per table), once COMPLETED; downloaded with the same tenant header and token
+             * @example /api/v1/downloads/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-abcde
+             */
+            downloadUrl?: string;
+            /**
+             * @description Rows per file of the archive, once COMPLETED
+             * @example {
+             *       "app_tenants.jsonl": 1,
+             *       "entities/customers.jsonl": 50
+             *     }
+             */
+            files?: {
+                [key: string]: number;
+            };
+            /** @description Why it failed, once FAILED */
+            error?: components["schemas"]["TenantExportErrorDto"];
         };
         ErasedTenantDto: {
             /** @example 4 */
@@ -9359,6 +9455,262 @@ export interface operations {
                          */
                         success: true;
                         data: components["schemas"]["TenantUsageDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    exportTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Example: `4` */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope (D16) */
+            202: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: components["schemas"]["TenantExportStartedDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    getTenantExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Example: `4` */
+                id: number;
+                /** @description Example: `42` */
+                jobId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope (D16) */
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: components["schemas"]["TenantExportJobDto"];
                         meta: components["schemas"]["MetaDto"];
                     };
                 };

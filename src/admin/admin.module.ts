@@ -2,14 +2,18 @@ import { Module } from '@nestjs/common';
 import { CatalogModule } from '../catalog/catalog.module';
 import { DataviewModule } from '../dataview/dataview.module';
 import { RegistryModule } from '../registry/registry.module';
+import { JobsModule } from '../jobs/jobs.module';
+import { RecordsModule } from '../records/records.module';
 import { TenantModule } from '../tenant/tenant.module';
+import { TenantEntities } from './tenants/tenant-entities';
+import { TenantExportJob } from './tenants/tenant-export.job';
 import { TenantLifecycleController } from './tenants/tenant-lifecycle.controller';
 import { TenantLifecycleService } from './tenants/tenant-lifecycle.service';
 
 /** Operating many tenants (D58): the tenant lifecycle routes. */
 @Module({
-  imports: [TenantModule, RegistryModule, CatalogModule, DataviewModule],
+  imports: [TenantModule, RegistryModule, CatalogModule, DataviewModule, JobsModule, RecordsModule],
   controllers: [TenantLifecycleController],
-  providers: [TenantLifecycleService],
+  providers: [TenantLifecycleService, TenantEntities, TenantExportJob],
 })
 export class AdminModule {}

@@ -473,6 +473,18 @@ describe('OpenAPI contract: every operation, every documented status', () => {
     ).toBe(409);
     const madeId = String(tenantMade.json.data.tenantId);
     expect((await send(main, 'GET', `/api/v1/admin/tenants/${madeId}/usage`, root)).status).toBe(200);
+    const tenantExport = await send(main, 'POST', `/api/v1/admin/tenants/${madeId}/export`, root);
+    expect(tenantExport.status).toBe(202);
+    expect(
+      (
+        await send(
+          main,
+          'GET',
+          `/api/v1/admin/tenants/${madeId}/export/${tenantExport.json.data.jobId}`,
+          root,
+        )
+      ).status,
+    ).toBe(200);
     expect(
       (await send(main, 'DELETE', `/api/v1/admin/tenants/${madeId}`, root, { confirm: 'contract_walk' }))
         .status,

@@ -1,3 +1,4 @@
+import JSZip from 'jszip';
 import type { DataSource } from 'typeorm';
 import { DatabaseService } from '../../src/database/database.service';
 import {
@@ -157,6 +158,58 @@ describe(`Tenant lifecycle (D58) on ${testDialect()}`, () => {
     expect(acme.rows.customers).toBeGreaterThan(1);
     expect((await call('GET', '/api/v1/admin/tenants/999999/usage', root)).statusCode).toBe(404);
     expect((await call('GET', '/api/v1/admin/tenants/abc/usage', root)).statusCode).toBe(400);
+  });
+
+  it("exports every row of a tenant as a ZIP job, secrets left out, downloadable by the administrator's tenant only", async () => {
+    const started = await call('POST', `/api/v1/admin/tenants/${created.tenantId}/export`, root);
+    expect(started.statusCode).toBe(202);
+    const { jobId } = started.json().data;
+    let job: Rec = {};
+    for (let i = 0; i < 200 && !['COMPLETED', 'FAILED'].includes(job.status); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      job = (await call('GET', `/api/v1/admin/tenants/${created.tenantId}/export/${jobId}`, root)).json()
+        .data;
+    }
+    expect(job).toMatchObject({ status: 'COMPLETED', tenantId: created.tenantId });
+    expect(job.files['entities/customers.jsonl']).toBe(1);
+    // The job is found under its own tenant id only.
+    expect(
+      (await call('GET', `/api/v1/admin/tenants/${TENANT.globex}/export/${jobId}`, root)).statusCode,
+    ).toBe(404);
+    const admin = (await signin(t.app, TENANT.acme, 'admin@acme.test')).token;
+    expect(
+      (await call('GET', `/api/v1/admin/tenants/${created.tenantId}/export/${jobId}`, admin)).statusCode,
+    ).toBe(403);
+    const globex = (await signin(t.app, TENANT.globex, 'admin@globex.test')).token;
+    expect((await call('GET', job.downloadUrl, globex, undefined, TENANT.globex)).statusCode).toBe(404);
+
+    const zip = await call('GET', job.downloadUrl, root);
+    expect([zip.statusCode, zip.headers['content-type']]).toEqual([200, 'application/zip']);
+    const archive = await JSZip.loadAsync(zip.rawPayload);
+    const lines = async (name: string) =>
+      (await archive.file(name)!.async('string'))
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Rec);
+    const tenants = await lines('app_tenants.jsonl');
+    expect(tenants.map((r): unknown => r.tnt_tenant_code)).toEqual(['umbrella']);
+    const customers = await lines('entities/customers.jsonl');
+    expect(customers.map((r): unknown => r.cus_name)).toEqual(['Umbrella buyer']);
+    const users = await lines('app_users.jsonl');
+    expect(users.map((r): unknown => r.usr_email_id)).toEqual(['boss@umbrella.test']);
+    expect(users[0]).not.toHaveProperty('usr_password_hash');
+    // Every row of every file is the tenant's own.
+    for (const name of Object.keys(archive.files).filter((n) => n.endsWith('.jsonl'))) {
+      for (const row of await lines(name)) {
+        const tenantKey = Object.keys(row).find((k) => k.endsWith('_tenant_id')) ?? 'tnt_id';
+        expect([name, String(row[tenantKey])]).toEqual([name, created.tenantId]);
+      }
+    }
+    expect(Object.keys(job.files).sort()).toEqual(
+      Object.keys(archive.files)
+        .filter((n) => n.endsWith('.jsonl'))
+        .sort(),
+    );
   });
 
   /** Every row of every table that is not the erased tenant's, as text (audit of the lifecycle and usage counters aside). */

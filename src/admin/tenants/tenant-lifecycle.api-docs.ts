@@ -146,3 +146,39 @@ export class ErasedTenantDto {
   @ApiProperty({ example: 2, description: 'Export files removed from the export store' })
   exportFiles!: number;
 }
+
+export class TenantExportStartedDto {
+  @ApiProperty({ example: 42, description: 'Poll GET /api/v1/admin/tenants/{id}/export/{jobId}' })
+  jobId!: number;
+  @ApiProperty({ enum: ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'], example: 'PENDING' })
+  status!: string;
+}
+
+export class TenantExportErrorDto {
+  @ApiProperty({ example: 'FORBIDDEN' }) code!: string;
+  @ApiProperty({ example: 'Permission admin:system required' }) message!: string;
+}
+
+export class TenantExportJobDto {
+  @ApiProperty({ example: 42 }) jobId!: number;
+  @ApiProperty({ example: '4', description: 'The tenant exported' }) tenantId!: string;
+  @ApiProperty({ enum: ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'], example: 'COMPLETED' })
+  status!: string;
+  @ApiProperty({ example: 1520, description: 'Rows written so far' }) processed!: number;
+  @ApiPropertyOptional({ example: 'tenant-umbrella-2026-11-26.zip' }) filename?: string;
+  @ApiPropertyOptional({
+    example: '/api/v1/downloads/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-abcde',
+    description:
+      'The ZIP (one JSON-lines file per table), once COMPLETED; downloaded with the same tenant header and token',
+  })
+  downloadUrl?: string;
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: { type: 'integer' },
+    example: { 'app_tenants.jsonl': 1, 'entities/customers.jsonl': 50 },
+    description: 'Rows per file of the archive, once COMPLETED',
+  })
+  files?: Record<string, number>;
+  @ApiPropertyOptional({ type: TenantExportErrorDto, description: 'Why it failed, once FAILED' })
+  error?: TenantExportErrorDto;
+}

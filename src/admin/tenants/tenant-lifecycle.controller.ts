@@ -11,6 +11,8 @@ import {
   CreateTenantDto,
   ErasedTenantDto,
   EraseTenantDto,
+  TenantExportJobDto,
+  TenantExportStartedDto,
   TenantUsageDto,
 } from './tenant-lifecycle.api-docs';
 import { TenantLifecycleService } from './tenant-lifecycle.service';
@@ -69,6 +71,43 @@ export class TenantLifecycleController {
   async usage(@CurrentActor() actor: Actor, @Param('id') id: string): Promise<TenantUsageDto> {
     assertSystemAdmin(actor);
     return this.lifecycle.usage(tenantIdOf(id));
+  }
+
+  @Post(':id/export')
+  @HttpCode(202)
+  @ApiOperation({
+    operationId: 'exportTenant',
+    summary: 'Export every row of a tenant as a ZIP, built by a job (one JSON-lines file per table)',
+    description:
+      "Needs admin:system. The job belongs to the administrator's tenant: poll GET …/export/{jobId}; once COMPLETED, " +
+      '`downloadUrl` serves the ZIP through the download route with the same tenant header and token. Secret columns ' +
+      '(password hashes, connection strings, webhook secrets) and hidden entity fields are left out.',
+  })
+  @ApiParam(ID_PARAM)
+  @ApiEnvelope(TenantExportStartedDto, { status: 202 })
+  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'TENANT_MISMATCH', 'NOT_FOUND')
+  async startExport(@CurrentActor() actor: Actor, @Param('id') id: string): Promise<TenantExportStartedDto> {
+    assertSystemAdmin(actor);
+    return this.lifecycle.startExport(actor, tenantIdOf(id));
+  }
+
+  @Get(':id/export/:jobId')
+  @ApiOperation({
+    operationId: 'getTenantExport',
+    summary: 'A tenant export job: status, rows written, and the download once done',
+    description: "Needs admin:system. Only jobs of the caller's own tenant are found.",
+  })
+  @ApiParam(ID_PARAM)
+  @ApiParam({ name: 'jobId', schema: { type: 'integer', minimum: 1, example: 42 } })
+  @ApiEnvelope(TenantExportJobDto)
+  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'TENANT_MISMATCH', 'NOT_FOUND')
+  async exportJob(
+    @CurrentActor() actor: Actor,
+    @Param('id') id: string,
+    @Param('jobId') jobId: string,
+  ): Promise<TenantExportJobDto> {
+    assertSystemAdmin(actor);
+    return this.lifecycle.exportJob(actor, tenantIdOf(id), Number(tenantIdOf(jobId)));
   }
 
   @Delete(':id')

@@ -11,20 +11,23 @@ import { hashPassword } from '../../common/crypto/password';
 import { ConflictError, NotFoundError, ValidationError } from '../../common/errors/app-error';
 import { errorMessage } from '../../common/errors/error-message';
 import type { Actor } from '../../common/request-context';
-import { ConnectionsService } from '../../database/connections/connections.service';
 import { DatabaseService } from '../../database/database.service';
 import { toDbTimestamp } from '../../database/dialect/timestamps';
 import { TENANT_OWNED_TABLES, type TenantOwnedTable } from '../../database/schema/tenant-owned';
 import { tenantPredicate } from '../../database/scope/tenant-rows';
 import { EXPORT_STORE, type ExportStore } from '../../dataview/download/export-store';
-import { RegistryService } from '../../registry/registry.service';
+import { TenantEntities } from './tenant-entities';
 import { TenantUsageService } from '../../tenant/tenant-usage.service';
+import { JobsService } from '../../jobs/jobs.service';
 import type {
   CreatedTenantDto,
   CreateTenantDto,
   ErasedTenantDto,
+  TenantExportJobDto,
+  TenantExportStartedDto,
   TenantUsageDto,
 } from './tenant-lifecycle.api-docs';
+import { TENANT_EXPORT_KIND, type TenantExportResult } from './tenant-export.job';
 
 type Row = Record<string, unknown>;
 
@@ -55,8 +58,6 @@ function isUniqueViolation(err: unknown): boolean {
   );
 }
 
-const CONFIG_TABLES = new Set(TENANT_OWNED_TABLES.map((t) => t.table));
-
 /**
  * The tenant lifecycle (D58), for a system administrator: create a tenant from a template, read
  * its usage, erase it. Every statement names the target tenant's id in its WHERE (the scope
@@ -68,14 +69,54 @@ export class TenantLifecycleService {
 
   constructor(
     private readonly database: DatabaseService,
-    private readonly connections: ConnectionsService,
-    private readonly registry: RegistryService,
+    private readonly entities: TenantEntities,
     private readonly cache: CacheService,
     private readonly clearing: CacheClearService,
     private readonly usageCounter: TenantUsageService,
     @Inject(EXPORT_STORE) private readonly exports: ExportStore,
     @InjectConfig() private readonly config: AppConfig,
+    private readonly jobQueue: JobsService,
   ) {}
+
+  // ---------------------------------------------------------------------------------------------
+  // Export
+
+  /** Queues the tenant export (D58): a job of the administrator's own tenant. */
+  async startExport(actor: Actor, id: string): Promise<TenantExportStartedDto> {
+    const tenant = await this.tenant(id);
+    const job = await this.jobQueue.enqueue({
+      tenantId: actor.tenantId,
+      kind: TENANT_EXPORT_KIND,
+      createdBy: actor.user.userId,
+      requestId: actor.requestId,
+      input: { targetTenantId: tenant.id },
+    });
+    const qr = this.ds.createQueryRunner();
+    try {
+      await this.audit(qr, actor, 'tenant.exported', tenant.id, null, { code: tenant.code, jobId: job.id });
+    } finally {
+      await qr.release();
+    }
+    return { jobId: job.id, status: job.status };
+  }
+
+  /** The export job, when it is one of the administrator's tenant and exports tenant `id`; else 404. */
+  async exportJob(actor: Actor, id: string, jobId: number): Promise<TenantExportJobDto> {
+    const job = await this.jobQueue.get(actor.tenantId, jobId, TENANT_EXPORT_KIND);
+    const input = job.input as { targetTenantId?: string } | null;
+    if (String(input?.targetTenantId) !== id) throw new NotFoundError(`Job ${jobId} not found`);
+    const result = (job.status === 'COMPLETED' ? job.result : null) as TenantExportResult | null;
+    return {
+      jobId: job.id,
+      tenantId: id,
+      status: job.status,
+      processed: job.processed,
+      ...(result ? { filename: result.filename, downloadUrl: result.downloadUrl, files: result.files } : {}),
+      ...(job.status === 'FAILED' && job.error
+        ? { error: { code: job.error.code, message: job.error.message } }
+        : {}),
+    };
+  }
 
   private get ds(): DataSource {
     return this.database.dataSource;
@@ -337,7 +378,7 @@ export class TenantLifecycleService {
   async usage(id: string): Promise<TenantUsageDto> {
     const tenant = await this.tenant(id);
     const rows: Record<string, number> = {};
-    for (const entity of await this.tenantEntities(tenant)) {
+    for (const entity of await this.entities.of(tenant.id)) {
       try {
         const where = tenantPredicate(`e.${entity.tenantColumn}`, 'STRICT', tenant.id);
         const row = await entity.ds
@@ -375,37 +416,6 @@ export class TenantLifecycleService {
       .andWhere('j.job_kind = :kind', { kind })
       .getRawOne<Row>();
     return Number(row?.n ?? 0);
-  }
-
-  /**
-   * The entity tables holding the tenant's rows: every entity the registry knows for it (system
-   * and its own rows) whose table is not a configuration table (users and roles are archived with
-   * the configuration), on its connection.
-   */
-  private async tenantEntities(
-    tenant: TenantRecord,
-  ): Promise<Array<{ code: string; table: string; tenantColumn: string; ds: DataSource }>> {
-    const out: Array<{ code: string; table: string; tenantColumn: string; ds: DataSource }> = [];
-    const seen = new Set<string>();
-    for (const code of await this.registry.listCodes(tenant.id)) {
-      const info = await this.registry.resolve(tenant.id, code);
-      if (!info || !info.supported || CONFIG_TABLES.has(info.table) || info.table === 'app_tenants') continue;
-      let ds: DataSource;
-      try {
-        ds = this.connections.dataSourceFor(info.connectionCode, tenant.id);
-      } catch (err) {
-        this.logger.warn(
-          { tenantId: tenant.id, entity: code, err: errorMessage(err) },
-          'Entity connection unavailable',
-        );
-        continue;
-      }
-      const key = `${info.connectionCode ?? ''}:${info.table}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      out.push({ code, table: info.table, tenantColumn: info.columns.tenant, ds });
-    }
-    return out;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -492,7 +502,7 @@ export class TenantLifecycleService {
    */
   private async eraseEntities(tenant: TenantRecord): Promise<Record<string, number>> {
     const counts: Record<string, number> = {};
-    let pending = await this.tenantEntities(tenant);
+    let pending = await this.entities.of(tenant.id);
     for (let pass = 0; pending.length > 0 && pass <= pending.length; pass++) {
       const refused: typeof pending = [];
       let lastError: unknown;
