@@ -1430,6 +1430,18 @@ export interface components {
              */
             jobs: number;
         };
+        DeliveryUsageDto: {
+            /**
+             * @description Webhook deliveries kept (delivered ones are purged with their events)
+             * @example 310
+             */
+            total: number;
+            /**
+             * @description Of which dead (gave up after WEBHOOK_MAX_ATTEMPTS, kept for a retry)
+             * @example 2
+             */
+            dead: number;
+        };
         StoredUsageDto: {
             /**
              * @description Export files waiting for their download
@@ -1461,6 +1473,7 @@ export interface components {
             };
             exports: components["schemas"]["JobUsageDto"];
             imports: components["schemas"]["JobUsageDto"];
+            deliveries: components["schemas"]["DeliveryUsageDto"];
             /** @description Bytes the service stores for this tenant besides its rows */
             stored: components["schemas"]["StoredUsageDto"];
         };

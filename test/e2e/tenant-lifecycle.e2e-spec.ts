@@ -153,6 +153,7 @@ describe(`Tenant lifecycle (D58) on ${testDialect()}`, () => {
     expect(usage.requests.last24h).toBeGreaterThanOrEqual(3);
     expect(usage.requests.last30d).toBe(usage.requests.last24h);
     expect(usage.exports).toEqual({ jobs: 0 });
+    expect(usage.deliveries).toEqual({ total: 0, dead: 0 });
     expect(usage.stored).toEqual({ files: 0, bytes: 0 });
     const acme = (await call('GET', `/api/v1/admin/tenants/${TENANT.acme}/usage`, root)).json().data;
     expect(acme.rows.customers).toBeGreaterThan(1);

@@ -91,6 +91,13 @@ export class JobUsageDto {
   @ApiProperty({ example: 12, description: 'Jobs of this kind the tenant has run or queued' }) jobs!: number;
 }
 
+export class DeliveryUsageDto {
+  @ApiProperty({ example: 310, description: 'Webhook deliveries kept (delivered ones are purged with their events)' })
+  total!: number;
+  @ApiProperty({ example: 2, description: 'Of which dead (gave up after WEBHOOK_MAX_ATTEMPTS, kept for a retry)' })
+  dead!: number;
+}
+
 export class TenantUsageDto {
   @ApiProperty({ example: '1' }) tenantId!: string;
   @ApiProperty({ example: 'acme' }) code!: string;
@@ -106,6 +113,7 @@ export class TenantUsageDto {
   rows!: Record<string, number>;
   @ApiProperty({ type: JobUsageDto }) exports!: JobUsageDto;
   @ApiProperty({ type: JobUsageDto }) imports!: JobUsageDto;
+  @ApiProperty({ type: DeliveryUsageDto }) deliveries!: DeliveryUsageDto;
   @ApiProperty({
     type: StoredUsageDto,
     description: 'Bytes the service stores for this tenant besides its rows',

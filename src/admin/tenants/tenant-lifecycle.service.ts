@@ -402,8 +402,25 @@ export class TenantLifecycleService {
       rows,
       exports: { jobs: await this.jobs(tenant.id, 'export') },
       imports: { jobs: await this.jobs(tenant.id, 'import') },
+      deliveries: await this.deliveries(tenant.id),
       stored: await this.exports.usage(tenant.id),
     };
+  }
+
+  /** Webhook deliveries kept (D54): all, and the dead ones among them. */
+  private async deliveries(tenantId: string): Promise<{ total: number; dead: number }> {
+    const tenant = tenantPredicate('d.whd_tenant_id', 'STRICT', tenantId);
+    const rows = await this.ds
+      .createQueryBuilder()
+      .select('d.whd_status', 'status')
+      .addSelect('COUNT(*)', 'n')
+      .from('app_webhook_deliveries', 'd')
+      .where(tenant.sql, tenant.params)
+      .groupBy('d.whd_status')
+      .getRawMany<Row>();
+    const total = rows.reduce((n, r) => n + Number(r.n), 0);
+    const dead = rows.filter((r) => r.status === 'DEAD').reduce((n, r) => n + Number(r.n), 0);
+    return { total, dead };
   }
 
   private async jobs(tenantId: string, kind: string): Promise<number> {
