@@ -4,6 +4,7 @@ import type { AppConfig } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';
 import { DatabaseService } from '../database/database.service';
 import { tenantPredicate } from '../database/scope/tenant-rows';
+import { isUniqueViolation } from '../database/dialect/constraint-errors';
 
 const TABLE = 'app_tenant_usage';
 const HOUR_MS = 3_600_000;
@@ -13,13 +14,6 @@ const KEEP_HOURS = 31 * 24;
 export interface RequestCounts {
   last24h: number;
   last30d: number;
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  const d = ((err as { driverError?: Record<string, unknown> })?.driverError ?? err ?? {}) as Record<string, unknown>;
-  const code = typeof d.code === 'string' ? d.code : '';
-  const errno = Number(d.errno ?? d.number ?? NaN);
-  return code === '23505' || code === 'ER_DUP_ENTRY' || errno === 2627 || errno === 2601 || /^SQLITE_CONSTRAINT/.test(code);
 }
 
 /**
@@ -72,7 +66,10 @@ export class TenantUsageService implements OnModuleInit, OnModuleDestroy {
         await this.add(tenantId, hour, n);
       } catch (err) {
         this.pending.set(key, (this.pending.get(key) ?? 0) + n);
-        this.logger.warn({ err: errorMessage(err) }, 'Tenant usage could not be written; kept for the next flush');
+        this.logger.warn(
+          { err: errorMessage(err) },
+          'Tenant usage could not be written; kept for the next flush',
+        );
         return;
       }
     }

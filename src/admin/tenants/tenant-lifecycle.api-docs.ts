@@ -92,9 +92,15 @@ export class JobUsageDto {
 }
 
 export class DeliveryUsageDto {
-  @ApiProperty({ example: 310, description: 'Webhook deliveries kept (delivered ones are purged with their events)' })
+  @ApiProperty({
+    example: 310,
+    description: 'Webhook deliveries kept (delivered ones are purged with their events)',
+  })
   total!: number;
-  @ApiProperty({ example: 2, description: 'Of which dead (gave up after WEBHOOK_MAX_ATTEMPTS, kept for a retry)' })
+  @ApiProperty({
+    example: 2,
+    description: 'Of which dead (gave up after WEBHOOK_MAX_ATTEMPTS, kept for a retry)',
+  })
   dead!: number;
 }
 

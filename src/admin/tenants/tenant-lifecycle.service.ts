@@ -28,6 +28,7 @@ import type {
   TenantUsageDto,
 } from './tenant-lifecycle.api-docs';
 import { TENANT_EXPORT_KIND, type TenantExportResult } from './tenant-export.job';
+import { isForeignKeyViolation, isUniqueViolation } from '../../database/dialect/constraint-errors';
 
 type Row = Record<string, unknown>;
 
@@ -35,27 +36,6 @@ interface TenantRecord {
   id: string;
   code: string;
   deleted: boolean;
-}
-
-/** Whether a driver error is a foreign key refusal (a row another table still points to). */
-function isForeignKeyError(err: unknown): boolean {
-  const d = ((err as { driverError?: Row })?.driverError ?? err ?? {}) as Row;
-  const code = typeof d.code === 'string' ? d.code : '';
-  const errno = Number(d.errno ?? d.number ?? NaN);
-  return code === '23503' || errno === 1451 || errno === 547 || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  const d = ((err as { driverError?: Row })?.driverError ?? err ?? {}) as Row;
-  const code = typeof d.code === 'string' ? d.code : '';
-  const errno = Number(d.errno ?? d.number ?? NaN);
-  return (
-    code === '23505' ||
-    code === 'ER_DUP_ENTRY' ||
-    errno === 2627 ||
-    errno === 2601 ||
-    /^SQLITE_CONSTRAINT_UNIQUE/.test(code)
-  );
 }
 
 /**
@@ -534,7 +514,7 @@ export class TenantLifecycleService {
             .execute();
           counts[entity.code] = (counts[entity.code] ?? 0) + (result.affected ?? 0);
         } catch (err) {
-          if (!isForeignKeyError(err)) throw err;
+          if (!isForeignKeyViolation(err)) throw err;
           refused.push(entity);
           lastError = err;
         }

@@ -35,11 +35,43 @@ export function isBusyError(err: unknown): boolean {
   return code === '40P01' || code === '40001' || errno === 1213 || errno === 1205;
 }
 
-/** A DB constraint error turned into the service's codes; anything else is rethrown as is. */
+/** The driver's code and number of a driver error or of TypeORM's wrapper of one. */
+function driverCodes(err: unknown): { code: string; errno: number } {
+  const e = err as { driverError?: Record<string, unknown> } & Record<string, unknown>;
+  const d = e?.driverError ?? e ?? {};
+  return { code: typeof d.code === 'string' ? d.code : '', errno: Number(d.errno ?? d.number ?? NaN) };
+}
+
+/** A unique (or primary key) violation, on every dialect. */
+export function isUniqueViolation(err: unknown): boolean {
+  const { code, errno } = driverCodes(err);
+  return (
+    code === '23505' ||
+    code === 'ER_DUP_ENTRY' ||
+    errno === 2627 ||
+    errno === 2601 ||
+    /^SQLITE_CONSTRAINT_(UNIQUE|PRIMARYKEY)$/.test(code)
+  );
+}
+
+/** A foreign key refusal (a row still referenced, or a reference to no row), on every dialect. */
+export function isForeignKeyViolation(err: unknown): boolean {
+  const { code, errno } = driverCodes(err);
+  return (
+    code === '23503' ||
+    errno === 1451 ||
+    errno === 1452 ||
+    errno === 547 ||
+    code === 'SQLITE_CONSTRAINT_FOREIGNKEY'
+  );
+}
+
 /** What a translation needs of an entity: its fields' names and columns (the registry's EntityInfo). */
 export interface FieldColumns {
   fields: ReadonlyArray<{ name: string; column: string }>;
 }
+
+/** A DB constraint error turned into the service's codes; anything else is rethrown as is. */
 
 export function translateDbError(err: unknown, entity: FieldColumns): unknown {
   if (err instanceof AppError) return err;
@@ -47,13 +79,7 @@ export function translateDbError(err: unknown, entity: FieldColumns): unknown {
   const d = e?.driverError ?? e ?? {};
   const code = typeof d.code === 'string' ? d.code : '';
   const errno = Number(d.errno ?? d.number ?? NaN);
-  if (
-    code === '23505' ||
-    code === 'ER_DUP_ENTRY' ||
-    errno === 2627 ||
-    errno === 2601 ||
-    /^SQLITE_CONSTRAINT_(UNIQUE|PRIMARYKEY)$/.test(code)
-  )
+  if (isUniqueViolation(err))
     return new ConflictError('A record with the same unique values already exists', null, 'duplicate_value');
   // A deadlock or serialization failure: nothing was written, the same request may simply be retried.
   if (isBusyError(err)) return new BusyError();

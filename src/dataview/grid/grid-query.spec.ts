@@ -1,37 +1,16 @@
 import { ValidationError } from '../../common/errors/app-error';
-import { DEMO_DATAVIEWS, DEMO_ENTITIES, DEMO_PROFILES, JsonObject } from '../../database/seed/demo-data';
+import { DEMO_DATAVIEWS, DEMO_PROFILES, JsonObject } from '../../database/seed/demo-data';
 import { EntityPolicy, normalisePolicy } from '../../profile/policy/policy.model';
 import { FILTER_OPERATORS } from '../../records/query/record-query';
-import { buildEntityInfo } from '../../registry/registry-entity';
 import type { EntityInfo } from '../../registry/registry.types';
 import { gridConfigOf } from './grid-config';
 import { ColumnKind, gridRow, kindOf, operatorFits, planGrid } from './grid-query';
 import { GridRequest, parseGridRequest } from './grid-request';
+import { demoEntityInfo } from '../../../test/support/demo-registry';
 
 /** The demo entity as the registry builds it from the seed's system row. */
 function entity(code: string): EntityInfo {
-  const e = DEMO_ENTITIES.find((x) => x.code === code)!;
-  return buildEntityInfo(
-    {
-      obj_id: 1,
-      obj_tenant_id: null,
-      obj_code: e.code,
-      obj_description: e.name,
-      obj_type_code: 'TABLE',
-      obj_connection_code: 'default',
-      obj_payload: JSON.stringify(e.payload),
-      obj_payload_object_name: e.table,
-      obj_payload_identifier: e.identifier,
-      obj_payload_column_prefix: e.prefix,
-      obj_payload_table: e.table,
-      obj_name: e.name,
-      obj_db_key: e.identifier,
-      obj_db_type: null,
-      obj_connection_id: null,
-      obj_add_dtls: JSON.stringify({ maintainedBy: e.maintainedBy }),
-    },
-    undefined,
-  );
+  return demoEntityInfo(code);
 }
 
 function policy(code: string, overrides: JsonObject = {}): EntityPolicy {

@@ -1,30 +1,11 @@
-import { DEMO_ENTITIES, DEMO_PROFILES } from '../../database/seed/demo-data';
+import { DEMO_PROFILES } from '../../database/seed/demo-data';
 import { normalisePolicy } from '../../profile/policy/policy.model';
-import { buildEntityInfo, type RegistryRow } from '../../registry/registry-entity';
 import type { AuditRow } from './history.repository';
 import { presentEntry } from './history-view';
+import { demoEntityInfo } from '../../../test/support/demo-registry';
 
 function entityOf(code: string) {
-  const e = DEMO_ENTITIES.find((x) => x.code === code)!;
-  const row: RegistryRow = {
-    obj_id: 1,
-    obj_tenant_id: null,
-    obj_code: e.code,
-    obj_description: e.name,
-    obj_type_code: 'TABLE',
-    obj_connection_code: 'default',
-    obj_payload: JSON.stringify(e.payload),
-    obj_payload_object_name: e.table,
-    obj_payload_identifier: e.identifier,
-    obj_payload_column_prefix: e.prefix,
-    obj_payload_table: e.table,
-    obj_name: e.name,
-    obj_db_key: e.identifier,
-    obj_db_type: null,
-    obj_connection_id: null,
-    obj_add_dtls: JSON.stringify({ maintainedBy: e.maintainedBy }),
-  };
-  return buildEntityInfo(row, undefined);
+  return demoEntityInfo(code);
 }
 
 const customers = entityOf('customers');

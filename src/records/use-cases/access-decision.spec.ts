@@ -1,6 +1,6 @@
 import { AuthorizationError } from '../../common/errors/app-error';
 import type { AuthUser } from '../../common/request-context';
-import { DEMO_ENTITIES, DEMO_PROFILES } from '../../database/seed/demo-data';
+import { DEMO_PROFILES } from '../../database/seed/demo-data';
 import { normalisePolicy } from '../../profile/policy/policy.model';
 import { buildEntityInfo, type RegistryRow } from '../../registry/registry-entity';
 import type { RecordContext } from '../record-context';
@@ -13,6 +13,7 @@ import { RecordHistory } from './record-history';
 import { RestoreVersion } from './restore-record';
 import { UndeleteRecord } from './undelete-record';
 import { BulkRecords } from './bulk-records';
+import { demoRegistryRow } from '../../../test/support/demo-registry';
 
 /**
  * Every records use case takes the access decision itself (D47, issue 22): a caller the guards
@@ -35,25 +36,7 @@ const untouchable = new Proxy(
 ) as never;
 
 function registryRow(code: string): RegistryRow {
-  const e = DEMO_ENTITIES.find((x) => x.code === code)!;
-  return {
-    obj_id: 1,
-    obj_tenant_id: null,
-    obj_code: e.code,
-    obj_description: e.name,
-    obj_type_code: 'TABLE',
-    obj_connection_code: 'default',
-    obj_payload: JSON.stringify(e.payload),
-    obj_payload_object_name: e.table,
-    obj_payload_identifier: e.identifier,
-    obj_payload_column_prefix: e.prefix,
-    obj_payload_table: e.table,
-    obj_name: e.name,
-    obj_db_key: e.identifier,
-    obj_db_type: null,
-    obj_connection_id: null,
-    obj_add_dtls: JSON.stringify({ maintainedBy: e.maintainedBy }),
-  };
+  return demoRegistryRow(code, { obj_id: 1 });
 }
 
 const customers = buildEntityInfo(registryRow('customers'), undefined);
