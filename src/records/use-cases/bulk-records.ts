@@ -34,6 +34,8 @@ export interface BulkInput {
   cascade: boolean;
   /** One transaction for all: any failing row and nothing is written. */
   allOrNone: boolean;
+  /** Every row runs as a write would, then the transaction is rolled back (an import's dry run, D53). */
+  dryRun?: boolean;
 }
 
 /** A row's outcome: the record as the single route answers it, or the domain error it met. */
@@ -139,7 +141,7 @@ export class BulkRecords {
             outcomes[index] = { index, id: rowId, ok: false, error };
           }
         }
-        if (input.allOrNone && outcomes.some((o) => !o.ok)) throw new RolledBack(outcomes);
+        if (input.dryRun || (input.allOrNone && outcomes.some((o) => !o.ok))) throw new RolledBack(outcomes);
       });
     } catch (err) {
       if (err instanceof RolledBack) return summary(input.operation, false, err.rows);
