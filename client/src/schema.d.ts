@@ -6685,6 +6685,8 @@ export interface operations {
                 /** @description JSON object: column → field code (null ignores) */
                 mapping?: string;
                 onError?: "abort" | "skip";
+                /** @description upsert: id or a unique field */
+                key?: string;
                 dryRun?: boolean;
                 mode?: "create" | "upsert";
             };
@@ -6731,7 +6733,7 @@ export interface operations {
                              * @example create
                              * @enum {string}
                              */
-                            mode: "create";
+                            mode: "create" | "upsert";
                             /**
                              * @example skip
                              * @enum {string}
@@ -6944,7 +6946,7 @@ export interface operations {
                              * @example create
                              * @enum {string}
                              */
-                            mode: "create";
+                            mode: "create" | "upsert";
                             /**
                              * @example skip
                              * @enum {string}
@@ -7124,7 +7126,7 @@ export interface operations {
                              * @example create
                              * @enum {string}
                              */
-                            mode: "create";
+                            mode: "create" | "upsert";
                             /**
                              * @example skip
                              * @enum {string}

@@ -177,6 +177,41 @@ describe('Imports (D53)', () => {
     expect(rows[1].phone).toBe('+1 555 0100 7777');
   });
 
+  it('should upsert by a unique field: update the records it finds, create the others', async () => {
+    const p = unique('upsert');
+    const a = `imp-${serial}-a@acme.example`;
+    const b = `imp-${serial}-b@acme.example`;
+    expect(await imported(`name,email,tier\n${p} A,${a},silver\n`)).toMatchObject({ created: 1 });
+    const before = await customersNamed(p);
+    const dry = await imported(
+      `name,email,tier\n${p} A2,${a},gold\n${p} B,${b},silver\n`,
+      '?mode=upsert&key=email&dryRun=true',
+    );
+    expect(dry).toMatchObject({ status: 'COMPLETED', mode: 'upsert', created: 1, updated: 1, failed: 0 });
+    expect(await customersNamed(p)).toEqual(before);
+    const job = await imported(
+      `name,email,tier\n${p} A2,${a},gold\n${p} B,${b},silver\n`,
+      '?mode=upsert&key=email',
+    );
+    expect(job).toMatchObject({ status: 'COMPLETED', created: 1, updated: 1, failed: 0 });
+    expect((await customersNamed(p)).map((r) => [r.name, r.email])).toEqual([
+      [`${p} A2`, a],
+      [`${p} B`, b],
+    ]);
+    // By id: the id column names the record; another tenant's id is not found, so the row creates.
+    const id = (
+      await ds
+        .createQueryBuilder()
+        .select('c.cus_id', 'id')
+        .from('demo_customers', 'c')
+        .where('c.cus_email = :e', { e: b })
+        .getRawOne<{ id: unknown }>()
+    )?.id;
+    const byId = await imported(`id,name\n${String(id)},${p} B2\n`, '?mode=upsert&key=id');
+    expect(byId).toMatchObject({ status: 'COMPLETED', updated: 1, created: 0 });
+    expect((await customersNamed(`${p} B`)).map((r) => r.name)).toEqual([`${p} B2`]);
+  });
+
   it('should read an XLSX written by exceljs', async () => {
     const p = unique('xlsx');
     const workbook = new ExcelJS.Workbook();
@@ -205,7 +240,8 @@ describe('Imports (D53)', () => {
     expect(bad.json().error.code).toBe('VALIDATION_ERROR');
     expect((await upload('name\nx\n', '', 'acmeAdmin', 'text/plain')).statusCode).toBe(415);
     expect((await upload('name\nx\n', '?onError=maybe')).statusCode).toBe(400);
-    expect((await upload('name\nx\n', '?mode=upsert&key=email')).statusCode).toBe(501);
+    expect((await upload('name\nx\n', '?mode=upsert')).statusCode).toBe(400);
+    expect((await upload('name\nx\n', '?mode=upsert&key=tier')).statusCode).toBe(400);
   });
 
   it('should refuse a file beyond IMPORT_MAX_BYTES (413) and fail one beyond IMPORT_MAX_ROWS (413)', async () => {

@@ -2,7 +2,7 @@ import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { stringify } from 'csv-stringify';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { AppError, AuthorizationError, ValidationError } from '../../common/errors/app-error';
+import { AppError, AuthorizationError, NotFoundError, ValidationError } from '../../common/errors/app-error';
 import type { AppConfig } from '../../config/config.schema';
 import { InjectConfig } from '../../config/inject-config.decorator';
 import type { ClaimedJob, JobHandler, JobRun } from '../../jobs/job.types';
@@ -12,7 +12,11 @@ import { writableFieldNames } from '../../profile/policy/masking';
 import type { MaskKind } from '../../profile/policy/policy.types';
 import type { RecordContext } from '../../records/record-context';
 import { RecordContextFactory } from '../../records/record-context.factory';
-import { BulkRecords, type BulkRowOutcome } from '../../records/use-cases/bulk-records';
+import { BulkRecords, type BulkRowInput, type BulkRowOutcome } from '../../records/use-cases/bulk-records';
+import { ListRecords, ReadRecord } from '../../records/use-cases/read-records';
+import { expectedToken, LAST_MODIFIED_KEY } from '../../records/concurrency-token';
+import type { Row } from '../../records/records-read.repository';
+import { assertCanPerform } from '../../profile/access/can-perform';
 import { TenantLookupService } from '../../tenant/tenant-lookup.service';
 import { isTenantActive } from '../../tenant/tenants.repository';
 import { EXPORT_STORE, type ExportStore } from '../download/export-store';
@@ -29,7 +33,9 @@ export interface ImportJobInput {
   entityCode: string;
   fileId: string;
   format: ImportFormat;
-  mode: 'create';
+  mode: 'create' | 'upsert';
+  /** upsert: the unique field (or `id`) that finds the record a row updates. */
+  key?: string;
   dryRun: boolean;
   onError: 'abort' | 'skip';
   mapping: Record<string, string | null>;
@@ -60,7 +66,8 @@ export function importJobInput(value: unknown): ImportJobInput {
     entityCode: v.entityCode,
     fileId: v.fileId,
     format: v.format === 'xlsx' ? 'xlsx' : 'csv',
-    mode: 'create',
+    mode: v.mode === 'upsert' ? 'upsert' : 'create',
+    ...(typeof v.key === 'string' ? { key: v.key } : {}),
     dryRun: v.dryRun === true,
     onError: v.onError === 'skip' ? 'skip' : 'abort',
     mapping: v.mapping ?? {},
@@ -149,6 +156,33 @@ function valueOf(field: FieldDef, cell: Cell, masked: MaskKind | undefined): unk
   }
 }
 
+/** upsert: the key must be `id` or a unique field the caller may write. */
+export function upsertKey(ctx: RecordContext, key: string | undefined): string {
+  if (key === 'id') return key;
+  const field = ctx.entity.fields.find((f) => f.name === key);
+  if (!field || !field.unique || field.hidden)
+    throw new ValidationError('Validation failed', [
+      { field: 'key', error: 'must be id or a unique field of the entity' },
+    ]);
+  return field.name;
+}
+
+/** The column of the header that holds the key (by the mapping or by name); -1 when none. */
+function keyColumn(header: Cell[], key: string, mapping: Record<string, string | null>): number {
+  const mapped = new Map(Object.entries(mapping).map(([k, v]) => [loose(k), v]));
+  return header.findIndex((h) => {
+    const name = h === null ? '' : String(h).trim();
+    const explicit = mapped.get(loose(name));
+    return explicit ? explicit === key : loose(name) === loose(key);
+  });
+}
+
+function cellNumber(cell: Cell): number | undefined {
+  if (typeof cell === 'number') return cell;
+  if (typeof cell === 'string' && /^\s*\d+\s*$/.test(cell)) return Number(cell);
+  return undefined;
+}
+
 function errorsOf(row: number, error: AppError): ImportRowError[] {
   const details = Array.isArray(error.details)
     ? (error.details as Array<{ field?: unknown; error?: unknown }>)
@@ -163,6 +197,8 @@ interface Pending {
   row: number;
   cells: Cell[];
   body: Record<string, unknown>;
+  /** upsert: the key's value in this row (undefined when the cell is empty). */
+  key?: unknown;
 }
 
 /**
@@ -185,6 +221,8 @@ export class ImportJob implements JobHandler, OnModuleInit {
     private readonly tenants: TenantLookupService,
     private readonly contexts: RecordContextFactory,
     private readonly bulk: BulkRecords,
+    private readonly lists: ListRecords,
+    private readonly reads: ReadRecord,
     @Inject(EXPORT_STORE) private readonly store: ExportStore,
   ) {}
 
@@ -207,6 +245,8 @@ export class ImportJob implements JobHandler, OnModuleInit {
       entityCode: input.entityCode,
     });
 
+    const key = input.mode === 'upsert' ? upsertKey(ctx, input.key) : null;
+    if (key) assertCanPerform('update', ctx);
     const total = await this.count(job, input);
     await run.progress(0, total);
     const result: ImportResult = {
@@ -227,14 +267,25 @@ export class ImportJob implements JobHandler, OnModuleInit {
       if (batch.length === 0) return;
       const rows = batch;
       batch = [];
+      const inputs: BulkRowInput[] = key
+        ? await this.upsertRows(ctx, key, rows)
+        : rows.map((r) => ({ operation: 'create', body: r.body }));
       const outcome = await this.bulk.execute(ctx, {
-        operation: 'create',
-        rows: rows.map((r) => ({ body: r.body })),
+        operation: key ? 'update' : 'create',
+        rows: inputs,
         cascade: false,
         allOrNone: input.onError === 'abort',
         dryRun: input.dryRun,
       });
-      this.tally(result, rows, outcome.rows, failedRows, input.onError === 'abort' && outcome.failed > 0);
+      const updates = inputs.map((r) => r.operation === 'update');
+      this.tally(
+        result,
+        rows,
+        updates,
+        outcome.rows,
+        failedRows,
+        input.onError === 'abort' && outcome.failed > 0,
+      );
       processed += rows.length;
       await run.progress(processed, total);
     };
@@ -251,12 +302,61 @@ export class ImportJob implements JobHandler, OnModuleInit {
           : undefined;
         if (field && value !== undefined) body[field.name] = value;
       });
-      batch.push({ row: line.row, cells: line.cells, body });
+      const pending: Pending = { row: line.row, cells: line.cells, body };
+      if (key) {
+        const at = keyColumn(header, key, input.mapping);
+        const cell = at < 0 ? null : (line.cells[at] ?? null);
+        pending.key = key === 'id' ? cellNumber(cell) : key in body ? body[key] : undefined;
+      }
+      batch.push(pending);
       if (input.onError === 'skip' && batch.length >= BATCH_ROWS) await flush();
     }
     await flush();
     if (failedRows.length > 0) result.errorFileUrl = await this.errorFile(ctx, job, header, failedRows);
     return result;
+  }
+
+  /**
+   * upsert: each row's key finds the record it updates (with its current token) in the caller's
+   * scope, or none and the row creates one. A row without a key value fails with that error.
+   */
+  private async upsertRows(ctx: RecordContext, key: string, rows: Pending[]): Promise<BulkRowInput[]> {
+    const out: BulkRowInput[] = [];
+    for (const r of rows) {
+      // No key value: the row is a new record.
+      if (r.key === undefined || r.key === null) {
+        out.push({ operation: 'create', body: r.body });
+        continue;
+      }
+      const found =
+        key === 'id'
+          ? await this.readOne(ctx, Number(r.key))
+          : (
+              await this.lists.execute(ctx, {
+                filters: [{ field: key, operator: 'equals', value: r.key }],
+                sort: [],
+                page: { kind: 'offset', limit: 1, skip: 0 },
+              })
+            ).records[0];
+      if (!found) out.push({ operation: 'create', body: r.body });
+      else
+        out.push({
+          operation: 'update',
+          id: Number(found.id),
+          body: r.body,
+          expected: expectedToken(found[LAST_MODIFIED_KEY], undefined),
+        });
+    }
+    return out;
+  }
+
+  private async readOne(ctx: RecordContext, id: number): Promise<Row | undefined> {
+    try {
+      return await this.reads.execute(ctx, id);
+    } catch (err) {
+      if (err instanceof NotFoundError) return undefined;
+      throw err;
+    }
   }
 
   private async rows(job: ClaimedJob, input: ImportJobInput) {
@@ -285,6 +385,7 @@ export class ImportJob implements JobHandler, OnModuleInit {
   private tally(
     result: ImportResult,
     rows: Pending[],
+    updates: boolean[],
     outcomes: BulkRowOutcome[],
     failedRows: Array<{ cells: Cell[]; error: string }>,
     rolledBack: boolean,
@@ -293,6 +394,7 @@ export class ImportJob implements JobHandler, OnModuleInit {
       const row = rows[i];
       if (o.ok) {
         if (rolledBack) result.skipped++;
+        else if (updates[i]) result.updated++;
         else result.created++;
         return;
       }

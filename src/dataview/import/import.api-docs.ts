@@ -27,7 +27,7 @@ export const IMPORT_JOB_SCHEMA: SchemaObject = {
     entity: { type: 'string', example: 'customers' },
     status: { type: 'string', enum: [...JOB_STATUSES], example: 'COMPLETED' },
     dryRun: { type: 'boolean', example: false },
-    mode: { type: 'string', enum: ['create'], example: 'create' },
+    mode: { type: 'string', enum: ['create', 'upsert'], example: 'create' },
     onError: { type: 'string', enum: ['abort', 'skip'], example: 'skip' },
     total: { type: 'integer', nullable: true, description: 'Data rows of the file (null until counted)' },
     processed: { type: 'integer', description: 'Rows handled so far', example: 1000 },

@@ -27,7 +27,7 @@ import { Inject } from '@nestjs/common';
 import { EXPORT_STORE, type ExportStore } from '../download/export-store';
 import { jobIdOf } from '../export/export-job-view';
 import { checkFile, type ImportFormat } from './import-file';
-import { IMPORT_FEATURES, IMPORT_JOB_KIND, type ImportJobInput } from './import-job';
+import { IMPORT_FEATURES, IMPORT_JOB_KIND, type ImportJobInput, upsertKey } from './import-job';
 import { importJobView, type ImportJobView } from './import-job-view';
 import { IMPORT_JOB_ANSWER_SCHEMA } from './import.api-docs';
 
@@ -44,8 +44,7 @@ export function importOptions(
   query: Record<string, string | undefined>,
 ): Omit<ImportJobInput, 'entityCode' | 'fileId' | 'format'> {
   const mode = query.mode ?? 'create';
-  if (mode === 'upsert') throw new AppError('NOT_IMPLEMENTED', 'Import mode upsert is not available yet');
-  if (mode !== 'create')
+  if (mode !== 'create' && mode !== 'upsert')
     throw new ValidationError('Validation failed', [{ field: 'mode', error: 'must be create or upsert' }]);
   const onError = query.onError ?? 'abort';
   if (onError !== 'abort' && onError !== 'skip')
@@ -69,7 +68,15 @@ export function importOptions(
       ]);
     mapping = parsed as Record<string, string | null>;
   }
-  return { mode: 'create', dryRun: flag('dryRun', query.dryRun), onError, mapping };
+  if (mode === 'upsert' && !query.key)
+    throw new ValidationError('Validation failed', [{ field: 'key', error: 'is required for upsert' }]);
+  return {
+    mode,
+    ...(mode === 'upsert' ? { key: query.key } : {}),
+    dryRun: flag('dryRun', query.dryRun),
+    onError,
+    mapping,
+  };
 }
 
 /**
@@ -102,6 +109,12 @@ export class ImportController {
   @ApiParam({ name: 'entity_code', example: 'customers' })
   @ApiQuery({ name: 'mode', required: false, schema: { type: 'string', enum: ['create', 'upsert'] } })
   @ApiQuery({ name: 'dryRun', required: false, schema: { type: 'boolean' } })
+  @ApiQuery({
+    name: 'key',
+    required: false,
+    description: 'upsert: id or a unique field',
+    schema: { type: 'string' },
+  })
   @ApiQuery({ name: 'onError', required: false, schema: { type: 'string', enum: ['abort', 'skip'] } })
   @ApiQuery({
     name: 'mapping',
@@ -141,6 +154,10 @@ export class ImportController {
         `Entity ${entityCode} is served by an unsupported database type (D26)`,
       );
     assertCanPerform('create', ctx);
+    if (options.mode === 'upsert') {
+      assertCanPerform('update', ctx);
+      upsertKey(ctx, options.key);
+    }
     const body = request.body;
     if (!Buffer.isBuffer(body))
       throw new ValidationError('Validation failed', [

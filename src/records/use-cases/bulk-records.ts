@@ -22,6 +22,8 @@ export type BulkOperation = 'create' | 'update' | 'delete';
  * row then fails as the single route would: 404).
  */
 export interface BulkRowInput {
+  /** create or update for this row instead of the input's operation (an import's upsert, D53). */
+  operation?: 'create' | 'update';
   id?: number;
   body?: unknown;
   expected?: ExpectedToken;
@@ -182,7 +184,7 @@ export class BulkRecords {
     input: BulkInput,
     row: BulkRowInput,
   ): Promise<(tx: WriteTx) => Promise<{ done: Done; answer: Answer }>> {
-    switch (input.operation) {
+    switch (row.operation ?? input.operation) {
       case 'create': {
         const prepared = await this.creates.prepare(ctx, row.body);
         return async (tx) => {
