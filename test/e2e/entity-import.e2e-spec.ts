@@ -212,6 +212,39 @@ describe('Imports (D53)', () => {
     expect((await customersNamed(`${p} B`)).map((r) => r.name)).toEqual([`${p} B2`]);
   });
 
+  it('should round-trip an export, CSV and XLSX: the formula prefix is undone (D48)', async () => {
+    const marker = `Rt${Date.now()}`;
+    const name = `=${marker}("x")`;
+    const made = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/customers',
+      headers: headers('acmeAdmin'),
+      payload: { name, email: `${marker.toLowerCase()}@acme.example`, tier: 'silver', credit_limit: 5 },
+    });
+    expect(made.statusCode).toBe(201);
+    for (const [format, type] of [
+      ['csv', 'text/csv'],
+      ['excel', XLSX],
+    ] as const) {
+      const exported = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/dataviews/customers_grid/export',
+        headers: headers('acmeAdmin'),
+        payload: { format, search: marker },
+      });
+      expect(exported.statusCode).toBe(200);
+      const file = await t.app.inject({
+        method: 'GET',
+        url: exported.json().data.downloadUrl as string,
+        headers: headers('acmeAdmin'),
+      });
+      expect(file.rawPayload.includes(Buffer.from(`'=${marker}`))).toBe(format === 'csv');
+      const job = await imported(file.rawPayload, '?mode=upsert&key=email', type);
+      expect(job).toMatchObject({ status: 'COMPLETED', total: 1, updated: 1, created: 0, failed: 0 });
+      expect((await customersNamed(`=${marker}`)).map((r) => r.name)).toEqual([name]);
+    }
+  });
+
   it('should read an XLSX written by exceljs', async () => {
     const p = unique('xlsx');
     const workbook = new ExcelJS.Workbook();

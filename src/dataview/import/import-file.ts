@@ -57,19 +57,31 @@ function cellOf(value: unknown): Cell {
   return null;
 }
 
+function isBold(r: ExcelJSModule.Row): boolean {
+  let bold = false;
+  r.eachCell((cell) => {
+    if (cell.font?.bold) bold = true;
+  });
+  return bold;
+}
+
 /** Rows of the first worksheet of an XLSX file, streamed (exceljs' WorkbookReader). */
 async function* xlsxRows(body: Readable): AsyncGenerator<FileRow> {
   const reader = new (exceljs().stream.xlsx.WorkbookReader)(body, {
     sharedStrings: 'cache',
     hyperlinks: 'ignore',
-    styles: 'ignore',
+    styles: 'cache',
     worksheets: 'emit',
   });
   try {
     for await (const sheet of reader) {
       for await (const r of sheet as AsyncIterable<ExcelJSModule.Row>) {
-        const values = (r.values as unknown[]).slice(1);
-        yield { row: r.number, cells: values.map(cellOf) };
+        const cells = (r.values as unknown[]).slice(1).map(cellOf);
+        // A row without a value (a blank or formatted-only row) is skipped, as an empty CSV line.
+        if (cells.every((c) => c === null || c === '')) continue;
+        // The export's totals row (D48 exports write it bold, after the data) is not data.
+        if (r.number > 1 && isBold(r)) continue;
+        yield { row: r.number, cells };
       }
       return; // the first worksheet only
     }
