@@ -2,7 +2,13 @@ import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { stringify } from 'csv-stringify';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { AppError, AuthorizationError, NotFoundError, ValidationError } from '../../common/errors/app-error';
+import {
+  AppError,
+  AuthorizationError,
+  ConflictError,
+  NotFoundError,
+  ValidationError,
+} from '../../common/errors/app-error';
 import type { AppConfig } from '../../config/config.schema';
 import { InjectConfig } from '../../config/inject-config.decorator';
 import type { ClaimedJob, JobHandler, JobRun } from '../../jobs/job.types';
@@ -232,6 +238,15 @@ export class ImportJob implements JobHandler, OnModuleInit {
 
   async run(job: ClaimedJob, run: JobRun): Promise<ImportResult> {
     const input = importJobInput(job.input);
+    // A claim after an earlier one (its instance stopped or shut down): batches of that run may have
+    // committed, and a row is never written twice, so a writing import is not run again (a dry run is).
+    const resumed = job.startedAt !== null && job.startedAt !== job.updatedAt;
+    if (resumed && !input.dryRun)
+      throw new ConflictError(
+        'The import was interrupted (its instance stopped) and part of it may have been written; it is not run again. Check the records and import the remaining rows',
+        null,
+        'illegal_state',
+      );
     const requestId = job.requestId ?? `job-${job.id}`;
     const tenant = await this.tenants.findById(job.tenantId);
     if (!tenant || !isTenantActive(tenant)) throw new AuthorizationError('Tenant is not active');
