@@ -303,6 +303,32 @@ describe('Imports (D53)', () => {
     expect((await status(999999)).statusCode).toBe(404);
   });
 
+  it('should not run a writing import again once it was claimed before (no row written twice)', async () => {
+    const p = unique('resume');
+    const first = await imported(
+      `name,email,tier\n${p},imp-${serial}@acme.example,silver\n`,
+      '?onError=skip',
+    );
+    expect(first).toMatchObject({ status: 'COMPLETED', created: 1 });
+    // As if its worker had died after committing: the job is claimable again, its first start kept.
+    await ds
+      .createQueryBuilder()
+      .update('app_jobs')
+      .set({
+        job_status: 'PENDING',
+        job_finished_at: null,
+        job_result: null,
+        job_lease_owner: null,
+        job_lease_until: null,
+        job_started_at: new Date(Date.now() - 60_000),
+      })
+      .where('job_id = :id', { id: first.importId as number })
+      .execute();
+    const again = await finished(first.importId as number);
+    expect(again).toMatchObject({ status: 'FAILED', error: { code: 'CONFLICT' } });
+    expect(await customersNamed(p)).toHaveLength(1);
+  });
+
   it('should cancel an import of its creator (a finished one answers as it is)', async () => {
     const p = unique('cancel');
     const res = await upload(`name,email,tier\n${p},imp-${serial}@acme.example,silver\n`);
