@@ -31,11 +31,13 @@ class AppFastifyAdapter extends FastifyAdapter {
   private parsersInstalled = false;
   /** BODY_MAX_DEPTH (issue 21 #5): set before init, which installs the parsers. */
   bodyMaxDepth = DEFAULT_JSON_MAX_DEPTH;
+  /** IMPORT_MAX_BYTES (D53): the body limit of an import file. */
+  importMaxBytes?: number;
 
   override registerParserMiddleware(prefix?: string, rawBody?: boolean): void {
     super.registerParserMiddleware(prefix, rawBody);
     if (this.parsersInstalled) return;
-    installBodyParsers(this.getInstance(), rawBody === true, this.bodyMaxDepth);
+    installBodyParsers(this.getInstance(), rawBody === true, this.bodyMaxDepth, this.importMaxBytes);
     this.parsersInstalled = true;
   }
 }
@@ -70,6 +72,7 @@ export async function createApp(
     clientErrorHandler,
   });
   adapter.bodyMaxDepth = config.api.bodyMaxDepth;
+  adapter.importMaxBytes = config.imports.maxBytes;
   const app = await NestFactory.create<NestFastifyApplication>(
     AppModule.forRoot(config, options.extraModules),
     adapter,

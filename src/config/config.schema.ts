@@ -116,6 +116,8 @@ export interface AppConfig {
    * rows of one bulk write (D51).
    */
   writes: { lockTimeoutMs: number; bulkMaxRows: number };
+  /** Imports (D53): the most data rows and bytes of one file. */
+  imports: { maxRows: number; maxBytes: number };
   exports: {
     ttlS: number;
     dir: string;
@@ -389,6 +391,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       retryAfterS: v.OVERLOAD_RETRY_AFTER_S(),
     },
     writes: { lockTimeoutMs: v.WRITE_LOCK_TIMEOUT_MS(), bulkMaxRows: v.BULK_MAX_ROWS() },
+    imports: { maxRows: v.IMPORT_MAX_ROWS(), maxBytes: v.IMPORT_MAX_BYTES() },
     exports: {
       ttlS: v.EXPORT_TTL_S(),
       dir: v.EXPORT_DIR ?? './data/exports',

@@ -289,6 +289,16 @@ export const VARS = {
     default: '1000',
     min: 1,
   }),
+  IMPORT_MAX_ROWS: int('IMPORT_MAX_ROWS', {
+    description: 'Most data rows of one import file (D53); more fails the import (413)',
+    default: '100000',
+    min: 1,
+  }),
+  IMPORT_MAX_BYTES: int('IMPORT_MAX_BYTES', {
+    description: 'Largest import file in bytes (D53); larger is 413',
+    default: '20971520',
+    min: 1,
+  }),
   EXPORT_TTL_S: int('EXPORT_TTL_S', {
     description: 'How long exports stay downloadable (D32)',
     default: '3600',

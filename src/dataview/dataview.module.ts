@@ -15,6 +15,8 @@ import { EXPORT_STORE } from './download/export-store';
 import { ExportDataview } from './export/export-dataview';
 import { ExportJob } from './export/export-job';
 import { ExportController } from './export/export.controller';
+import { ImportController } from './import/import.controller';
+import { ImportJob } from './import/import-job';
 import { createRenderPool, EXPORT_RENDER_POOL, type RenderPool } from './export/render-pool';
 import { JobsModule } from '../jobs/jobs.module';
 import { TenantModule } from '../tenant/tenant.module';
@@ -51,7 +53,7 @@ class RenderPoolShutdown implements OnApplicationShutdown {
 
 @Module({
   imports: [RegistryModule, ProfileModule, RecordsModule, TenantModule, JobsModule, WorkflowModule],
-  controllers: [DataviewController, DataviewActionsController, ExportController, DownloadController],
+  controllers: [DataviewController, DataviewActionsController, ExportController, DownloadController, ImportController],
   providers: [
     DataviewConfigRepository,
     DataviewConfigService,
@@ -60,6 +62,7 @@ class RenderPoolShutdown implements OnApplicationShutdown {
     DataviewActions,
     ExportDataview,
     ExportJob,
+    ImportJob,
     { provide: EXPORT_RENDER_POOL, inject: [APP_CONFIG], useFactory: createRenderPool },
     RenderPoolShutdown,
     {

@@ -539,6 +539,21 @@ describe('OpenAPI contract: every operation, every documented status', () => {
     expect([cut.status, cut.json.error?.code]).toEqual([409, 'CONFLICT']);
   });
 
+  it('should answer the import statuses: 202 and its job, its status, cancel (D53)', async () => {
+    const admin = authHeaders(TENANT.acme, (await signin(jobs.app, TENANT.acme, 'admin@acme.test')).token);
+    const queued = await send(
+      jobs,
+      'POST',
+      '/api/v1/customers/imports?dryRun=true&onError=skip',
+      { ...admin, 'content-type': 'text/csv' },
+      'name,email,tier\nContract Import,contract-import@acme.example,silver\n',
+    );
+    expect(queued.status).toBe(202);
+    const importId = queued.json.data.importId as number;
+    expect((await send(jobs, 'GET', `/api/v1/imports/${importId}`, admin)).status).toBe(200);
+    expect((await send(jobs, 'POST', `/api/v1/imports/${importId}/cancel`, admin)).status).toBe(200);
+  });
+
   it('should answer the error statuses every operation documents', async () => {
     const ops = [...main.contract!.document.documented().keys()];
     for (const op of ops) {
@@ -597,6 +612,7 @@ describe('OpenAPI contract: every operation, every documented status', () => {
       ['GET', '/api/v1/mongo_customers/1/history/1'],
       ['POST', '/api/v1/mongo_customers/1/restore', { undelete: true }],
       ['POST', '/api/v1/mongo_customers/bulk', { operation: 'delete', ids: [1] }],
+      ['POST', '/api/v1/mongo_customers/imports', {}],
       ['GET', '/api/v1/dataviews/mongo_grid/data'],
       ['POST', '/api/v1/dataviews/mongo_grid/export', { format: 'csv' }],
       ['POST', '/api/v1/dataviews/mongo_grid/actions/make_silver', { ids: [1] }],

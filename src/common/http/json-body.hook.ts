@@ -167,6 +167,7 @@ export function installBodyParsers(
   fastify: FastifyInstance,
   rawBody = false,
   maxDepth = DEFAULT_JSON_MAX_DEPTH,
+  fileLimit?: number,
 ): void {
   const { bodyLimit, onProtoPoisoning, onConstructorPoisoning } = fastify.initialConfig;
   for (const type of [JSON_TYPE, ...OTHER_TYPES]) {
@@ -181,5 +182,19 @@ export function installBodyParsers(
       maxDepth,
     ),
   );
+  // Import files (D53): a CSV or XLSX body is read as bytes, up to IMPORT_MAX_BYTES (else 413);
+  // only the import route takes it, every other route refuses a body it does not expect.
+  if (fileLimit !== undefined)
+    fastify.addContentTypeParser(
+      IMPORT_FILE_TYPES,
+      { parseAs: 'buffer', bodyLimit: fileLimit },
+      (_request: FastifyRequest, body: Buffer, done: Done) => done(null, body),
+    );
   fastify.addContentTypeParser('*', nonJsonBodyParser);
 }
+
+/** The content types of an import file's body. */
+export const IMPORT_FILE_TYPES = [
+  'text/csv',
+  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+];

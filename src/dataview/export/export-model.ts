@@ -57,7 +57,7 @@ export interface ExportRenderer {
 const FORMULA_CHAR = /^[=+\-@;]$/;
 const LEADING_BLANKS = /^[\s\u200B-\u200D\u2060]*/;
 
-function startsFormula(line: string): boolean {
+export function startsFormula(line: string): boolean {
   if (/^[\t\r\n]/.test(line)) return true;
   const first = line.slice(LEADING_BLANKS.exec(line)![0].length).codePointAt(0);
   return first !== undefined && FORMULA_CHAR.test(String.fromCodePoint(first).normalize('NFKC'));

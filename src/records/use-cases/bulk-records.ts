@@ -22,6 +22,8 @@ export type BulkOperation = 'create' | 'update' | 'delete';
  * row then fails as the single route would: 404).
  */
 export interface BulkRowInput {
+  /** create or update for this row instead of the input's operation (an import's upsert, D53). */
+  operation?: 'create' | 'update';
   id?: number;
   body?: unknown;
   expected?: ExpectedToken;
@@ -34,6 +36,8 @@ export interface BulkInput {
   cascade: boolean;
   /** One transaction for all: any failing row and nothing is written. */
   allOrNone: boolean;
+  /** Every row runs as a write would, then the transaction is rolled back (an import's dry run, D53). */
+  dryRun?: boolean;
 }
 
 /** A row's outcome: the record as the single route answers it, or the domain error it met. */
@@ -139,7 +143,7 @@ export class BulkRecords {
             outcomes[index] = { index, id: rowId, ok: false, error };
           }
         }
-        if (input.allOrNone && outcomes.some((o) => !o.ok)) throw new RolledBack(outcomes);
+        if (input.dryRun || (input.allOrNone && outcomes.some((o) => !o.ok))) throw new RolledBack(outcomes);
       });
     } catch (err) {
       if (err instanceof RolledBack) return summary(input.operation, false, err.rows);
@@ -180,7 +184,7 @@ export class BulkRecords {
     input: BulkInput,
     row: BulkRowInput,
   ): Promise<(tx: WriteTx) => Promise<{ done: Done; answer: Answer }>> {
-    switch (input.operation) {
+    switch (row.operation ?? input.operation) {
       case 'create': {
         const prepared = await this.creates.prepare(ctx, row.body);
         return async (tx) => {

@@ -1,0 +1,122 @@
+import { parse } from 'csv-parse';
+import type ExcelJSModule from 'exceljs';
+import type { Readable } from 'node:stream';
+import { AppError, ValidationError } from '../../common/errors/app-error';
+import { lazyModule } from '../../common/lazy-module';
+import { startsFormula } from '../export/export-model';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on the first XLSX import
+const exceljs = lazyModule<typeof ExcelJSModule>(() => require('exceljs'));
+
+export type ImportFormat = 'csv' | 'xlsx';
+
+/** A cell as read: text, or what a workbook typed (number, boolean, date). */
+export type Cell = string | number | boolean | Date | null;
+
+/** One line of the file: its number in the file (the header is row 1) and its cells. */
+export interface FileRow {
+  row: number;
+  cells: Cell[];
+}
+
+function badFile(reason: string): ValidationError {
+  return new ValidationError(`The file cannot be read: ${reason}`, [{ field: 'file', error: reason }]);
+}
+
+/** Rows of a CSV file, streamed (csv-parse): a BOM is dropped, a ragged row fails the file. */
+async function* csvRows(body: Readable): AsyncGenerator<FileRow> {
+  const parser = body.pipe(parse({ bom: true, skip_empty_lines: true, relax_column_count: false }));
+  let row = 0;
+  try {
+    for await (const record of parser as AsyncIterable<string[]>) {
+      row++;
+      yield { row, cells: record };
+    }
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    const message = err instanceof Error ? err.message : 'unreadable CSV';
+    throw badFile(message.replace(/\s+/g, ' ').slice(0, 200));
+  } finally {
+    body.destroy();
+  }
+}
+
+function cellOf(value: unknown): Cell {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return value;
+  if (value instanceof Date) return value;
+  const v = value as {
+    text?: unknown;
+    richText?: Array<{ text: string }>;
+    result?: unknown;
+    error?: unknown;
+  };
+  if (Array.isArray(v.richText)) return v.richText.map((r) => r.text).join('');
+  if (typeof v.text === 'string') return v.text;
+  if ('result' in v) return cellOf(v.result);
+  return null;
+}
+
+function isBold(r: ExcelJSModule.Row): boolean {
+  let bold = false;
+  r.eachCell((cell) => {
+    if (cell.font?.bold) bold = true;
+  });
+  return bold;
+}
+
+/** Rows of the first worksheet of an XLSX file, streamed (exceljs' WorkbookReader). */
+async function* xlsxRows(body: Readable): AsyncGenerator<FileRow> {
+  const reader = new (exceljs().stream.xlsx.WorkbookReader)(body, {
+    sharedStrings: 'cache',
+    hyperlinks: 'ignore',
+    styles: 'cache',
+    worksheets: 'emit',
+  });
+  try {
+    for await (const sheet of reader) {
+      for await (const r of sheet as AsyncIterable<ExcelJSModule.Row>) {
+        const cells = (r.values as unknown[]).slice(1).map(cellOf);
+        // A row without a value (a blank or formatted-only row) is skipped, as an empty CSV line.
+        if (cells.every((c) => c === null || c === '')) continue;
+        // The export's totals row (D48 exports write it bold, after the data) is not data.
+        if (r.number > 1 && isBold(r)) continue;
+        yield { row: r.number, cells };
+      }
+      return; // the first worksheet only
+    }
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    throw badFile('not an XLSX workbook');
+  } finally {
+    body.destroy();
+  }
+}
+
+/** The rows of an import file, as they come. */
+export function fileRows(format: ImportFormat, body: Readable): AsyncGenerator<FileRow> {
+  return format === 'csv' ? csvRows(body) : xlsxRows(body);
+}
+
+/** A cell as text with the export's formula prefix (D48) taken off again, line by line. */
+export function unprefixed(text: string): string {
+  const parts = text.split(/(\r\n|\r|\n)/);
+  for (let i = 0; i < parts.length; i += 2) {
+    const part = parts[i];
+    if (part.startsWith("'") && startsFormula(i === 0 ? text.slice(1) : part.slice(1)))
+      parts[i] = part.slice(1);
+  }
+  return parts.join('');
+}
+
+/** The checks of a file before it is queued: CSV must be UTF-8, an XLSX must be a zip. */
+export function checkFile(format: ImportFormat, body: Buffer): void {
+  if (body.length === 0) throw badFile('the file is empty');
+  if (format === 'csv') {
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(body);
+    } catch {
+      throw badFile('the CSV is not UTF-8');
+    }
+  } else if (body.length < 4 || body.readUInt32LE(0) !== 0x04034b50) throw badFile('not an XLSX workbook');
+}

@@ -1,0 +1,56 @@
+import type { Job, JobError, JobStatus } from '../../jobs/job.types';
+import { type ImportResult, type ImportRowError, importJobInput } from './import-job';
+
+/** An import as its routes answer it (D53). */
+export interface ImportJobView {
+  importId: number;
+  entity: string;
+  status: JobStatus;
+  dryRun: boolean;
+  mode: string;
+  onError: string;
+  total: number | null;
+  processed: number;
+  created: number;
+  updated: number;
+  skipped: number;
+  failed: number;
+  errors: ImportRowError[];
+  ignoredColumns: string[];
+  errorFileUrl?: string;
+  /** When FAILED: why the file could not be imported. */
+  error?: JobError;
+  createdAt: string;
+  finishedAt: string | null;
+  statusUrl: string;
+}
+
+export function importStatusUrl(id: number): string {
+  return `/api/v1/imports/${id}`;
+}
+
+export function importJobView(job: Job): ImportJobView {
+  const input = importJobInput(job.input);
+  const r = (job.status === 'COMPLETED' ? job.result : null) as Partial<ImportResult> | null;
+  return {
+    importId: job.id,
+    entity: input.entityCode,
+    status: job.status,
+    dryRun: input.dryRun,
+    mode: input.mode,
+    onError: input.onError,
+    total: r?.total ?? job.total,
+    processed: job.processed,
+    created: r?.created ?? 0,
+    updated: r?.updated ?? 0,
+    skipped: r?.skipped ?? 0,
+    failed: r?.failed ?? 0,
+    errors: r?.errors ?? [],
+    ignoredColumns: r?.ignoredColumns ?? [],
+    ...(r?.errorFileUrl ? { errorFileUrl: r.errorFileUrl } : {}),
+    ...(job.status === 'FAILED' && job.error ? { error: job.error } : {}),
+    createdAt: new Date(job.createdAt).toISOString(),
+    finishedAt: job.finishedAt === null ? null : new Date(job.finishedAt).toISOString(),
+    statusUrl: importStatusUrl(job.id),
+  };
+}

@@ -1,0 +1,230 @@
+import { Controller, Get, HttpCode, Param, Post, Query, Req } from '@nestjs/common';
+import {
+  ApiBody,
+  ApiConsumes,
+  ApiOperation,
+  ApiParam,
+  ApiQuery,
+  ApiResponse,
+  ApiTags,
+  ApiOkResponse,
+} from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
+import {
+  Authenticated,
+  CurrentActor,
+  CurrentTenant,
+  CurrentUser,
+  RequireFeature,
+} from '../../common/decorators/context.decorators';
+import { AppError, AuthorizationError, ValidationError } from '../../common/errors/app-error';
+import { ApiErrors } from '../../common/http/api-docs';
+import type { Actor, AuthUser, TenantContext } from '../../common/request-context';
+import { JobsService } from '../../jobs/jobs.service';
+import { assertCanPerform } from '../../profile/access/can-perform';
+import { RecordContextFactory } from '../../records/record-context.factory';
+import { Inject } from '@nestjs/common';
+import { EXPORT_STORE, type ExportStore } from '../download/export-store';
+import { jobIdOf } from '../export/export-job-view';
+import { checkFile, type ImportFormat } from './import-file';
+import { IMPORT_FEATURES, IMPORT_JOB_KIND, type ImportJobInput, upsertKey } from './import-job';
+import { importJobView, type ImportJobView } from './import-job-view';
+import { IMPORT_JOB_ANSWER_SCHEMA } from './import.api-docs';
+
+const XLSX_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
+
+function flag(name: string, value: string | undefined): boolean {
+  if (value === undefined || value === '' || value === 'false') return false;
+  if (value === 'true') return true;
+  throw new ValidationError('Validation failed', [{ field: name, error: 'must be true or false' }]);
+}
+
+/** The options of an import, from the query string (D53). */
+export function importOptions(
+  query: Record<string, string | undefined>,
+): Omit<ImportJobInput, 'entityCode' | 'fileId' | 'format'> {
+  const mode = query.mode ?? 'create';
+  if (mode !== 'create' && mode !== 'upsert')
+    throw new ValidationError('Validation failed', [{ field: 'mode', error: 'must be create or upsert' }]);
+  const onError = query.onError ?? 'abort';
+  if (onError !== 'abort' && onError !== 'skip')
+    throw new ValidationError('Validation failed', [{ field: 'onError', error: 'must be abort or skip' }]);
+  let mapping: Record<string, string | null> = {};
+  if (query.mapping !== undefined) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(query.mapping);
+    } catch {
+      parsed = undefined;
+    }
+    if (
+      !parsed ||
+      typeof parsed !== 'object' ||
+      Array.isArray(parsed) ||
+      !Object.values(parsed).every((v) => v === null || typeof v === 'string')
+    )
+      throw new ValidationError('Validation failed', [
+        { field: 'mapping', error: 'must be a JSON object of column → field code (or null)' },
+      ]);
+    mapping = parsed as Record<string, string | null>;
+  }
+  if (mode === 'upsert' && !query.key)
+    throw new ValidationError('Validation failed', [{ field: 'key', error: 'is required for upsert' }]);
+  return {
+    mode,
+    ...(mode === 'upsert' ? { key: query.key } : {}),
+    dryRun: flag('dryRun', query.dryRun),
+    onError,
+    mapping,
+  };
+}
+
+/**
+ * Imports (D53): `POST /api/v1/{entity_code}/imports` takes the file as the body (`text/csv` or
+ * XLSX), checks it and the caller's right to create, stores the file and queues a job that any
+ * instance's worker runs; `GET /api/v1/imports/{importId}` tells how it goes, `…/cancel` stops it.
+ * A job is its tenant's only (another tenant's is a 404).
+ */
+@ApiTags('entities')
+@Authenticated()
+@Controller('api/v1')
+export class ImportController {
+  constructor(
+    private readonly jobs: JobsService,
+    private readonly contexts: RecordContextFactory,
+    @Inject(EXPORT_STORE) private readonly store: ExportStore,
+  ) {}
+
+  @Post(':entity_code/imports')
+  @HttpCode(202)
+  @RequireFeature(...IMPORT_FEATURES)
+  @ApiOperation({
+    operationId: 'importRecords',
+    summary: 'Import a CSV or XLSX file into an entity as a job (D53); answers 202 with the import',
+    description:
+      'The body is the file (Content-Type text/csv in UTF-8, or the XLSX type); options are query parameters. ' +
+      'Headers match writable field codes case-blind (spaces, dashes, underscores ignored), or `mapping`. ' +
+      'A body larger than IMPORT_MAX_BYTES is 413; a file with more than IMPORT_MAX_ROWS rows fails the job with 413.',
+  })
+  @ApiParam({ name: 'entity_code', example: 'customers' })
+  @ApiQuery({ name: 'mode', required: false, schema: { type: 'string', enum: ['create', 'upsert'] } })
+  @ApiQuery({ name: 'dryRun', required: false, schema: { type: 'boolean' } })
+  @ApiQuery({
+    name: 'key',
+    required: false,
+    description: 'upsert: id or a unique field',
+    schema: { type: 'string' },
+  })
+  @ApiQuery({ name: 'onError', required: false, schema: { type: 'string', enum: ['abort', 'skip'] } })
+  @ApiQuery({
+    name: 'mapping',
+    required: false,
+    description: 'JSON object: column → field code (null ignores)',
+    schema: { type: 'string' },
+  })
+  @ApiConsumes('text/csv', XLSX_TYPE)
+  @ApiBody({ schema: { type: 'string', format: 'binary' } })
+  @ApiResponse({ status: 202, description: 'The import, queued', schema: IMPORT_JOB_ANSWER_SCHEMA })
+  @ApiErrors(
+    'VALIDATION_ERROR',
+    'UNAUTHORIZED',
+    'FORBIDDEN',
+    'FEATURE_DISABLED',
+    'NOT_FOUND',
+    'NOT_IMPLEMENTED',
+    'PAYLOAD_TOO_LARGE',
+    'UNSUPPORTED_MEDIA_TYPE',
+  )
+  async create(
+    @Req() request: FastifyRequest,
+    @Query() query: Record<string, string | undefined>,
+    @CurrentActor() actor: Actor,
+    @Param('entity_code') entityCode: string,
+  ): Promise<ImportJobView> {
+    const options = importOptions(query);
+    const ctx = await this.contexts.fromIds({
+      tenantId: actor.tenantId,
+      userId: actor.user.userId,
+      requestId: actor.requestId,
+      entityCode,
+    });
+    if (!ctx.entity.supported)
+      throw new AppError(
+        'NOT_IMPLEMENTED',
+        `Entity ${entityCode} is served by an unsupported database type (D26)`,
+      );
+    assertCanPerform('create', ctx);
+    if (options.mode === 'upsert') {
+      assertCanPerform('update', ctx);
+      upsertKey(ctx, options.key);
+    }
+    const body = request.body;
+    if (!Buffer.isBuffer(body))
+      throw new ValidationError('Validation failed', [
+        { field: 'file', error: 'send the file as the body (text/csv or XLSX)' },
+      ]);
+    const type = String(request.headers['content-type'] ?? '');
+    const format: ImportFormat = type.startsWith(XLSX_TYPE) ? 'xlsx' : 'csv';
+    checkFile(format, body);
+    const fileId = await this.store.save(
+      {
+        tenantId: actor.tenantId,
+        filename: `${entityCode}-import.${format}`,
+        contentType: format === 'csv' ? 'text/csv' : XLSX_TYPE,
+        createdBy: actor.user.userId,
+      },
+      async (out) => {
+        await new Promise<void>((resolve, reject) =>
+          out.end(body, (err?: Error | null) => (err ? reject(err) : resolve())),
+        );
+      },
+    );
+    const input: ImportJobInput = { entityCode: ctx.entity.code, fileId, format, ...options };
+    const job = await this.jobs.enqueue({
+      tenantId: actor.tenantId,
+      kind: IMPORT_JOB_KIND,
+      createdBy: actor.user.userId,
+      requestId: actor.requestId,
+      input,
+    });
+    return importJobView(job);
+  }
+
+  @Get('imports/:importId')
+  @RequireFeature(...IMPORT_FEATURES)
+  @ApiOperation({
+    operationId: 'getImport',
+    summary: 'An import: status, counts, the first errors, the error file',
+  })
+  @ApiParam({ name: 'importId', schema: { type: 'integer', minimum: 1, example: 42 } })
+  @ApiOkResponse({ schema: IMPORT_JOB_ANSWER_SCHEMA })
+  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
+  async status(
+    @CurrentTenant() tenant: TenantContext,
+    @Param('importId') importId: string,
+  ): Promise<ImportJobView> {
+    return importJobView(await this.jobs.get(tenant.id, jobIdOf(importId), IMPORT_JOB_KIND));
+  }
+
+  @Post('imports/:importId/cancel')
+  @HttpCode(200)
+  @RequireFeature(...IMPORT_FEATURES)
+  @ApiOperation({
+    operationId: 'cancelImport',
+    summary: 'Cancel an unfinished import (its creator only): the running batch is rolled back',
+  })
+  @ApiParam({ name: 'importId', schema: { type: 'integer', minimum: 1, example: 42 } })
+  @ApiOkResponse({ schema: IMPORT_JOB_ANSWER_SCHEMA })
+  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
+  async cancel(
+    @CurrentTenant() tenant: TenantContext,
+    @CurrentUser() user: AuthUser,
+    @Param('importId') importId: string,
+  ): Promise<ImportJobView> {
+    const id = jobIdOf(importId);
+    const job = await this.jobs.get(tenant.id, id, IMPORT_JOB_KIND);
+    if (job.createdBy !== user.userId)
+      throw new AuthorizationError('Only the user who started an import may cancel it');
+    return importJobView(await this.jobs.cancel(tenant.id, id, IMPORT_JOB_KIND));
+  }
+}
