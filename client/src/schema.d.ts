@@ -559,7 +559,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Download an export (same tenant, within EXPORT_TTL_S of its creation) */
+        /** Download an export, an import error file or a tenant export (same tenant, within EXPORT_TTL_S of its creation) */
         get: operations["downloadExport"];
         put?: never;
         post?: never;
@@ -6795,6 +6795,7 @@ export interface operations {
                     "text/csv": string;
                     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": string;
                     "application/pdf": string;
+                    "application/zip": string;
                 };
             };
             /** @description VALIDATION_ERROR: Bad input (details list the fields) */

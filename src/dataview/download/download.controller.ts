@@ -7,6 +7,12 @@ import { NotFoundError } from '../../common/errors/app-error';
 import { ApiErrors } from '../../common/http/api-docs';
 import type { TenantContext } from '../../common/request-context';
 import { DOWNLOAD_CONTENT } from '../export/export.api-docs';
+
+/** What the store serves: the dataview exports and import error files, and tenant exports (D58, a ZIP). */
+const STORED_FILE_CONTENT = {
+  ...DOWNLOAD_CONTENT,
+  'application/zip': { schema: { type: 'string', format: 'binary' } },
+};
 import { EXPORT_STORE, type ExportStore } from './export-store';
 
 /** A filename safe inside `filename="…"` (the store's names are already plain). */
@@ -29,13 +35,14 @@ export class DownloadController {
   @Authenticated()
   @ApiOperation({
     operationId: 'downloadExport',
-    summary: 'Download an export (same tenant, within EXPORT_TTL_S of its creation)',
+    summary:
+      'Download an export, an import error file or a tenant export (same tenant, within EXPORT_TTL_S of its creation)',
   })
   @ApiParam({ name: 'file_id', example: 'q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c' })
-  @ApiProduces(...Object.keys(DOWNLOAD_CONTENT))
+  @ApiProduces(...Object.keys(STORED_FILE_CONTENT))
   @ApiOkResponse({
     description: 'The file, with Content-Disposition: attachment; filename="…"',
-    content: DOWNLOAD_CONTENT,
+    content: STORED_FILE_CONTENT,
     headers: {
       'Content-Disposition': {
         description: 'Always an attachment, with the export’s file name',
