@@ -18,5 +18,6 @@ import { EntityAccessGuard, EntityChainGuard, EntityInfoGuard, ProfileLoaderGuar
   imports: [RegistryModule, ProfileModule, RecordsModule],
   controllers: [LiveChangesController, EntityController, EntityWriteController, EntityHistoryController],
   providers: [LiveChangesService, EntityInfoGuard, ProfileLoaderGuard, EntityAccessGuard, EntityChainGuard],
+  exports: [LiveChangesService],
 })
 export class EntityModule {}

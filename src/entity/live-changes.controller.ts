@@ -17,10 +17,60 @@ function lastEventIdOf(request: FastifyRequest): number | undefined {
   return Number(text.trim());
 }
 
-const STREAM_DESCRIPTION =
+export const STREAM_DESCRIPTION =
   'text/event-stream (D55): `id: <tenant sequence>`, `event: created | updated | deleted | reset`, ' +
   '`data: {id, lastModified, row}` with `row` shaped as the caller’s read (null for deleted); ' +
   'a comment line every 15 s.';
+
+/**
+ * Answers a request with a live change stream (D55): the reply is hijacked (no envelope), the
+ * stream counted against the user's cap, ended when the client goes or the token expires.
+ */
+export async function serveChanges(
+  live: LiveChangesService,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  ctx: RecordContext,
+  view?: LiveStream['view'],
+): Promise<void> {
+    const release = live.reserve(ctx);
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    raw.write(': open\n\n');
+    let closed = false;
+    let expiry: NodeJS.Timeout | undefined;
+    const stream: LiveStream = {
+      ctx,
+      view,
+      last: 0,
+      write: (chunk) => {
+        if (!closed) raw.write(chunk);
+      },
+      close: () => {
+        if (closed) return;
+        closed = true;
+        if (expiry) clearTimeout(expiry);
+        live.close(stream);
+        release();
+        raw.end();
+      },
+    };
+    request.raw.on('close', () => stream.close());
+    // D55: the stream ends when its token expires.
+    const msLeft = ctx.user.exp * 1000 - Date.now();
+    if (Number.isFinite(msLeft) && ctx.user.exp > 0) {
+      expiry = setTimeout(() => stream.close(), Math.max(0, Math.min(msLeft, 2_147_000_000)));
+      expiry.unref();
+    }
+    await live.open(stream, lastEventIdOf(request));
+    if (closed) live.close(stream);
+}
 
 /** D55: live changes of an entity as Server-Sent Events (no success envelope on this route). */
 @ApiTags('entities')
@@ -47,41 +97,6 @@ export class LiveChangesController {
     @Res() reply: FastifyReply,
     @RecordCtx() ctx: RecordContext,
   ): Promise<void> {
-    const release = this.live.reserve(ctx);
-    reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
-    raw.write(': open\n\n');
-    let closed = false;
-    let expiry: NodeJS.Timeout | undefined;
-    const stream: LiveStream = {
-      ctx,
-      last: 0,
-      write: (chunk) => {
-        if (!closed) raw.write(chunk);
-      },
-      close: () => {
-        if (closed) return;
-        closed = true;
-        if (expiry) clearTimeout(expiry);
-        this.live.close(stream);
-        release();
-        raw.end();
-      },
-    };
-    request.raw.on('close', () => stream.close());
-    // D55: the stream ends when its token expires.
-    const msLeft = ctx.user.exp * 1000 - Date.now();
-    if (Number.isFinite(msLeft) && ctx.user.exp > 0) {
-      expiry = setTimeout(() => stream.close(), Math.max(0, Math.min(msLeft, 2_147_000_000)));
-      expiry.unref();
-    }
-    await this.live.open(stream, lastEventIdOf(request));
-    if (closed) this.live.close(stream);
+    await serveChanges(this.live, request, reply, ctx);
   }
 }

@@ -21,11 +21,16 @@ export interface LiveStream {
   readonly ctx: RecordContext;
   /** The sequence of the last event this stream has passed (sent or not). */
   last: number;
+  /**
+   * A narrower view than the entity read (a dataview's columns and default filters): its key
+   * (streams of one key share each shaped event) and how it turns the entity read's event into its own.
+   */
+  readonly view?: { key: string; narrow(shaped: Shaped): Shaped };
   write(chunk: string): void;
   close(): void;
 }
 
-type Shaped = { event: 'created' | 'updated' | 'deleted'; data: string } | null;
+export type Shaped = { event: 'created' | 'updated' | 'deleted'; data: string } | null;
 
 /** The SSE text of one event. */
 export function sseEvent(id: number, event: string, data: string): string {
@@ -193,11 +198,16 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
         if (event.sequence <= stream.last) continue;
         stream.last = event.sequence;
         if (stream.ctx.entity.code !== event.entity) continue;
-        const key = viewKey(stream.ctx);
-        let shaped = shapes.get(key);
-        if (shaped === undefined && !shapes.has(key)) {
+        const base = viewKey(stream.ctx);
+        let shaped = shapes.get(base);
+        if (shaped === undefined && !shapes.has(base)) {
           shaped = await this.shape(stream.ctx, event);
-          shapes.set(key, shaped);
+          shapes.set(base, shaped);
+        }
+        if (stream.view) {
+          const key = `${base}|${stream.view.key}`;
+          if (!shapes.has(key)) shapes.set(key, stream.view.narrow(shaped ?? null));
+          shaped = shapes.get(key);
         }
         if (shaped) stream.write(sseEvent(event.sequence, shaped.event, shaped.data));
       }

@@ -224,6 +224,37 @@ describe('live changes (D55)', () => {
     await waitFor(async () => stale.data().some((e) => e.row?.id === d.id), 10_000);
   });
 
+  it('should narrow a dataview stream to its columns and default filters', async () => {
+    const grid = await open('/api/v1/dataviews/customers_grid/changes', 'viewer');
+    expect(grid.status).toBe(200);
+    const created = await newCustomer('customers', 'admin');
+    await waitFor(async () => grid.data().length >= 1, 10_000);
+    expect(grid.data()[0]).toMatchObject({ event: 'created', id: created.id });
+    expect(Object.keys(grid.data()[0].row as Rec).sort()).toEqual(
+      ['credit_limit', 'email', 'id', 'lastModified', 'name', 'tier'].sort(),
+    );
+
+    const orders = await open('/api/v1/dataviews/orders_grid/changes', 'admin');
+    const list = await t.app.inject({ method: 'GET', url: '/api/v1/orders?limit=1&sortBy=id', headers: headersOf('admin') });
+    const order = (list.json().data as Rec).records[0] as Rec;
+    const cancelled = await call('PUT', `/api/v1/orders/${order.id}`, 'admin', {
+      status: 'cancelled',
+      lastModified: order.lastModified,
+    });
+    expect(cancelled.statusCode).toBe(200);
+    await waitFor(async () => orders.data().length >= 1, 10_000);
+    // Out of the grid's default filter (status not_equals cancelled): it leaves the view.
+    expect(orders.data()[0]).toMatchObject({ event: 'deleted', id: order.id, row: null });
+    const back = await call('PUT', `/api/v1/orders/${order.id}`, 'admin', {
+      status: 'paid',
+      lastModified: (cancelled.json().data as Rec).lastModified,
+    });
+    expect(back.statusCode).toBe(200);
+    await waitFor(async () => orders.data().length >= 2, 10_000);
+    expect(orders.data()[1]).toMatchObject({ event: 'updated', id: order.id });
+    expect((orders.data()[1].row as Rec).status).toBe('paid');
+  });
+
   it('should refuse a stream without a token, and the stream beyond the per-user cap with 429', async () => {
     const anon = await fetch(`${base}/api/v1/customers/changes`, { headers: authHeaders(TENANT.acme, '') });
     expect(anon.status).toBe(401);

@@ -24,6 +24,8 @@ export const UNREACHABLE: Record<string, string> = {
   // is hijacked, so no hook of the recorder sees it either. live-changes.e2e-spec reads it over HTTP.
   'streamRecordChanges 200':
     'a text/event-stream that stays open (hijacked reply): live-changes.e2e-spec reads it over a real fetch stream',
+  'streamDataviewChanges 200':
+    'a text/event-stream that stays open (hijacked reply): live-changes.e2e-spec reads it over a real fetch stream',
 };
 
 /** A request carrying this header fails in a Fastify hook: the 500 envelope of any route. */
