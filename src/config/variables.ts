@@ -404,6 +404,12 @@ export const VARS = {
     default: '86400',
     min: 60,
   }),
+  SSE_MAX_STREAMS_PER_USER: int('SSE_MAX_STREAMS_PER_USER', {
+    description: 'Live change streams (D55) one user may hold open on one instance; one more is 429',
+    default: '10',
+    min: 1,
+    max: 1000,
+  }),
   WEBHOOK_WORKER: oneOf('WEBHOOK_WORKER', ['on', 'off'] as const, {
     description:
       'Whether this instance relays outbox events to webhooks and delivers them (D54); off = API only',

@@ -1,3 +1,5 @@
+import { DataviewChangesController } from './dataview-changes.controller';
+import { EntityModule } from '../entity/entity.module';
 import { Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import type { AppConfig } from '../config/config.schema';
 import { APP_CONFIG } from '../config/config.module';
@@ -52,8 +54,15 @@ class RenderPoolShutdown implements OnApplicationShutdown {
 }
 
 @Module({
-  imports: [RegistryModule, ProfileModule, RecordsModule, TenantModule, JobsModule, WorkflowModule],
-  controllers: [DataviewController, DataviewActionsController, ExportController, DownloadController, ImportController],
+  imports: [EntityModule, RegistryModule, ProfileModule, RecordsModule, TenantModule, JobsModule, WorkflowModule],
+  controllers: [
+    DataviewChangesController,
+    DataviewController,
+    DataviewActionsController,
+    ExportController,
+    DownloadController,
+    ImportController,
+  ],
   providers: [
     DataviewConfigRepository,
     DataviewConfigService,

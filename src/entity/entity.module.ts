@@ -4,6 +4,8 @@ import { RecordsModule } from '../records/records.module';
 import { RegistryModule } from '../registry/registry.module';
 import { EntityWriteController } from './entity-write.controller';
 import { EntityController } from './entity.controller';
+import { LiveChangesController } from './live-changes.controller';
+import { LiveChangesService } from './live-changes.service';
 import { EntityHistoryController } from './entity-history.controller';
 import { EntityAccessGuard, EntityChainGuard, EntityInfoGuard, ProfileLoaderGuard } from './entity.guards';
 
@@ -14,7 +16,8 @@ import { EntityAccessGuard, EntityChainGuard, EntityInfoGuard, ProfileLoaderGuar
  */
 @Module({
   imports: [RegistryModule, ProfileModule, RecordsModule],
-  controllers: [EntityController, EntityWriteController, EntityHistoryController],
-  providers: [EntityInfoGuard, ProfileLoaderGuard, EntityAccessGuard, EntityChainGuard],
+  controllers: [LiveChangesController, EntityController, EntityWriteController, EntityHistoryController],
+  providers: [LiveChangesService, EntityInfoGuard, ProfileLoaderGuard, EntityAccessGuard, EntityChainGuard],
+  exports: [LiveChangesService],
 })
 export class EntityModule {}

@@ -31,12 +31,19 @@ const GENERIC_ITEM = '/api/v1/{entity_code}/{id}';
  * (.redocly.lint-ignore.yaml).
  */
 const GENERIC_BULK = '/api/v1/{entity_code}/bulk';
+/**
+ * D55's live changes: `/api/v1/customers/changes` fits `/api/v1/customers/{id}` too, but ids are
+ * integers and the router prefers the static segment. Kept last as well, for the same reason.
+ */
+const GENERIC_CHANGES = '/api/v1/{entity_code}/changes';
 
 function bulkPathLast(doc: OpenAPIObject): OpenAPIObject {
-  const bulk = doc.paths[GENERIC_BULK];
-  if (bulk) {
-    delete doc.paths[GENERIC_BULK];
-    doc.paths[GENERIC_BULK] = bulk;
+  for (const path of [GENERIC_CHANGES, GENERIC_BULK]) {
+    const item = doc.paths[path];
+    if (item) {
+      delete doc.paths[path];
+      doc.paths[path] = item;
+    }
   }
   return doc;
 }

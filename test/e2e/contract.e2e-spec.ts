@@ -614,6 +614,7 @@ describe('OpenAPI contract: every operation, every documented status', () => {
       ['POST', '/api/v1/mongo_customers/bulk', { operation: 'delete', ids: [1] }],
       ['POST', '/api/v1/mongo_customers/imports', {}],
       ['GET', '/api/v1/dataviews/mongo_grid/data'],
+      ['GET', '/api/v1/dataviews/mongo_grid/changes'],
       ['POST', '/api/v1/dataviews/mongo_grid/export', { format: 'csv' }],
       ['POST', '/api/v1/dataviews/mongo_grid/actions/make_silver', { ids: [1] }],
       ['PATCH', '/api/v1/dataviews/mongo_grid/rows/1', { lastModified: null, status: 'paid' }],

@@ -121,7 +121,9 @@ export class OpenApiContract {
   match(method: string, path: string): DocOperation[] {
     const candidates = this.operations
       .filter((o) => o.method === method.toLowerCase() && o.pattern.test(path))
-      .sort((a, b) => b.literals - a.literals);
+      // On a tie, the route the router really takes: a static segment of a generic route
+      // (`/api/v1/{entity_code}/changes`) beats a typed entity path's parameter (`…/customers/{id}`).
+      .sort((a, b) => b.literals - a.literals || typedness(a) - typedness(b));
     if (candidates.length === 0) return [];
     const best = candidates[0];
     if (!(best.op as Record<string, unknown>)['x-entity-code']) return [best];
@@ -254,4 +256,9 @@ export class OpenApiContract {
 interface ResponseDoc {
   content?: Record<string, unknown>;
   headers?: Record<string, { required?: boolean }>;
+}
+
+/** 1 for an operation of a typed entity path (`x-entity-code`), else 0. */
+function typedness(o: { op: object }): number {
+  return (o.op as Record<string, unknown>)['x-entity-code'] ? 1 : 0;
 }

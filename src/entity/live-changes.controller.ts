@@ -1,0 +1,114 @@
+import type { OutgoingHttpHeaders } from 'node:http';
+import { Controller, Get, Req, Res, UseGuards } from '@nestjs/common';
+import { ApiHeader, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Authenticated } from '../common/decorators/context.decorators';
+import { ApiErrors } from '../common/http/api-docs';
+import type { RecordContext } from '../records/record-context';
+import { ApiEntityCodeParam } from './entity.api-docs';
+import { RecordCtx } from './entity.decorators';
+import { ENTITY_CHAIN, EntityOperation } from './entity.guards';
+import { LiveChangesService, type LiveStream } from './live-changes.service';
+
+/** `Last-Event-ID`: a sequence number; anything else is ignored (the stream starts now). */
+function lastEventIdOf(request: FastifyRequest): number | undefined {
+  const raw = request.headers['last-event-id'];
+  const text = Array.isArray(raw) ? raw[0] : raw;
+  if (typeof text !== 'string' || !/^\d{1,15}$/.test(text.trim())) return undefined;
+  return Number(text.trim());
+}
+
+export const STREAM_DESCRIPTION =
+  'text/event-stream (D55): `id: <tenant sequence>`, `event: created | updated | deleted | reset`, ' +
+  '`data: {id, lastModified, row}` with `row` shaped as the caller’s read (null for deleted); ' +
+  'a comment line every 15 s.';
+
+/**
+ * Answers a request with a live change stream (D55): the reply is hijacked (no envelope), the
+ * stream counted against the user's cap, ended when the client goes or the token expires.
+ */
+export async function serveChanges(
+  live: LiveChangesService,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  ctx: RecordContext,
+  view?: LiveStream['view'],
+): Promise<void> {
+  const release = live.reserve(ctx);
+  reply.hijack();
+  const raw = reply.raw;
+  // The headers the onRequest hooks set on the reply (x-request-id, security headers, CORS) go out
+  // with the stream's own: a hijacked reply skips Fastify's sending of them.
+  raw.writeHead(200, {
+    ...(reply.getHeaders() as OutgoingHttpHeaders),
+    'x-request-id': request.id,
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  raw.write(': open\n\n');
+  let closed = false;
+  let expiry: NodeJS.Timeout | undefined;
+  const stream: LiveStream = {
+    ctx,
+    view,
+    last: 0,
+    write: (chunk) => {
+      if (!closed) raw.write(chunk);
+    },
+    close: () => {
+      if (closed) return;
+      closed = true;
+      if (expiry) clearTimeout(expiry);
+      live.close(stream);
+      release();
+      raw.end();
+    },
+  };
+  request.raw.on('close', () => stream.close());
+  // D55: the stream ends when its token expires.
+  const msLeft = ctx.user.exp * 1000 - Date.now();
+  if (Number.isFinite(msLeft) && ctx.user.exp > 0) {
+    expiry = setTimeout(() => stream.close(), Math.max(0, Math.min(msLeft, 2_147_000_000)));
+    expiry.unref();
+  }
+  await live.open(stream, lastEventIdOf(request));
+  if (closed) live.close(stream);
+}
+
+/** D55: live changes of an entity as Server-Sent Events (no success envelope on this route). */
+@ApiTags('entities')
+@Authenticated()
+@Controller()
+export class LiveChangesController {
+  constructor(private readonly live: LiveChangesService) {}
+
+  @Get('api/v1/:entity_code/changes')
+  @UseGuards(...ENTITY_CHAIN)
+  @EntityOperation('read')
+  @ApiOperation({
+    operationId: 'streamRecordChanges',
+    summary: 'Live changes of an entity (Server-Sent Events, D55)',
+  })
+  @ApiEntityCodeParam()
+  @ApiHeader({
+    name: 'Last-Event-ID',
+    required: false,
+    description: 'Resume after this sequence (outbox retention)',
+  })
+  @ApiProduces('text/event-stream')
+  @ApiResponse({
+    status: 200,
+    description: STREAM_DESCRIPTION,
+    content: { 'text/event-stream': { schema: { type: 'string' } } },
+  })
+  @ApiErrors('UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'RATE_LIMITED')
+  async changes(
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+    @RecordCtx() ctx: RecordContext,
+  ): Promise<void> {
+    await serveChanges(this.live, request, reply, ctx);
+  }
+}

@@ -1,0 +1,259 @@
+import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { CollectionEventsService } from '../cache/collection-events';
+import { InjectConfig } from '../config/inject-config.decorator';
+import type { AppConfig } from '../config/config.schema';
+import { RateLimitedError, NotFoundError } from '../common/errors/app-error';
+import { rowFilterVariables } from '../profile/row-filter';
+import { OutboxRepository } from '../records/outbox/outbox.repository';
+import type { OutboxEvent } from '../records/outbox/outbox.types';
+import type { RecordContext } from '../records/record-context';
+import type { Row } from '../records/records-read.repository';
+import { ReadRecord } from '../records/use-cases/read-records';
+import { LAST_MODIFIED_KEY } from '../records/concurrency-token';
+
+/** D55: a comment line this often keeps proxies from closing an idle stream. */
+export const HEARTBEAT_MS = 15_000;
+/** Events read from the outbox per round trip. */
+const BATCH = 500;
+
+/** One open stream: who reads, what, and where the bytes go. */
+export interface LiveStream {
+  readonly ctx: RecordContext;
+  /** The sequence of the last event this stream has passed (sent or not). */
+  last: number;
+  /**
+   * A narrower view than the entity read (a dataview's columns and default filters): its key
+   * (streams of one key share each shaped event) and how it turns the entity read's event into its own.
+   */
+  readonly view?: { key: string; narrow(shaped: Shaped): Shaped };
+  write(chunk: string): void;
+  close(): void;
+}
+
+export type Shaped = { event: 'created' | 'updated' | 'deleted'; data: string } | null;
+
+/** The SSE text of one event. */
+export function sseEvent(id: number, event: string, data: string): string {
+  return `id: ${id}\nevent: ${event}\ndata: ${data}\n\n`;
+}
+
+/**
+ * The live changes of D55. Streams register per tenant; a signal (this process's commits through
+ * the outbox's onCommitted, every instance's through the collection events of D37: one Redis
+ * subscription per instance, in process on the embedded default) makes the tenant's events after
+ * its cursor be read once from the outbox. Each event is shaped once per distinct view (entity,
+ * profile, and the user when the row filter uses @user variables) by the records read use case —
+ * one read of the changed row per view, never per stream — and written to every stream of that
+ * view. An idle stream holds no database connection: nothing is read until an event is signalled.
+ */
+@Injectable()
+export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(LiveChangesService.name);
+  private readonly byTenant = new Map<string, Set<LiveStream>>();
+  /** Per tenant: the last sequence read from the outbox, and the chain its reads run on. */
+  private readonly cursors = new Map<string, number>();
+  private readonly chains = new Map<string, Promise<void>>();
+  private readonly perUser = new Map<string, number>();
+  private heartbeat?: NodeJS.Timeout;
+  private unsubscribe: Array<() => void> = [];
+
+  constructor(
+    private readonly outbox: OutboxRepository,
+    private readonly collectionEvents: CollectionEventsService,
+    private readonly readRecord: ReadRecord,
+    @InjectConfig() private readonly config: AppConfig,
+  ) {}
+
+  onModuleInit(): void {
+    this.unsubscribe.push(
+      this.outbox.onCommitted((events) => {
+        for (const t of new Set(events.map((e) => e.tenantId))) this.signal(t);
+      }),
+      this.collectionEvents.subscribe((event) => this.signal(event.tenantId)),
+    );
+    this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  onApplicationShutdown(): void {
+    for (const u of this.unsubscribe) u();
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    for (const set of this.byTenant.values()) for (const s of set) s.close();
+    this.byTenant.clear();
+  }
+
+  /** Streams open on this instance. */
+  get openStreams(): number {
+    let n = 0;
+    for (const set of this.byTenant.values()) n += set.size;
+    return n;
+  }
+
+  /** Refuses (429) a stream beyond SSE_MAX_STREAMS_PER_USER; else counts it until `release`. */
+  reserve(ctx: RecordContext): () => void {
+    const key = `${ctx.tenantId}:${ctx.user.userId}`;
+    const n = this.perUser.get(key) ?? 0;
+    if (n >= this.config.events.maxStreamsPerUser)
+      throw new RateLimitedError('Too many open change streams for this user', HEARTBEAT_MS);
+    this.perUser.set(key, n + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.perUser.get(key) ?? 1) - 1;
+      if (left <= 0) this.perUser.delete(key);
+      else this.perUser.set(key, left);
+    };
+  }
+
+  /**
+   * Starts a stream: with `lastEventId`, the retained events after it first (or one `reset` when
+   * it is older than the outbox keeps); then every new event. Runs on the tenant's chain, so no
+   * event is sent twice or skipped between the replay and the live part.
+   */
+  open(stream: LiveStream, lastEventId: number | undefined): Promise<void> {
+    const tenant = stream.ctx.tenantId;
+    return this.enqueue(tenant, async () => {
+      const cursor = await this.cursorOf(tenant);
+      if (lastEventId === undefined || lastEventId >= cursor) {
+        stream.last = Math.max(cursor, lastEventId ?? 0);
+      } else {
+        const first = await this.outbox.firstSequence(tenant);
+        if (first === null || lastEventId < first - 1) {
+          stream.write(sseEvent(cursor, 'reset', '{}'));
+          stream.last = cursor;
+        } else {
+          stream.last = lastEventId;
+          while (stream.last < cursor) {
+            const events = await this.outbox.readAfter(tenant, stream.last, BATCH);
+            const upTo = events.filter((e) => e.sequence <= cursor);
+            if (upTo.length === 0) break;
+            await this.deliver(upTo, [stream]);
+          }
+          stream.last = cursor;
+        }
+      }
+      let set = this.byTenant.get(tenant);
+      if (!set) this.byTenant.set(tenant, (set = new Set()));
+      set.add(stream);
+    });
+  }
+
+  close(stream: LiveStream): void {
+    const tenant = stream.ctx.tenantId;
+    const set = this.byTenant.get(tenant);
+    if (!set) return;
+    set.delete(stream);
+    if (set.size === 0) {
+      this.byTenant.delete(tenant);
+      this.cursors.delete(tenant);
+    }
+  }
+
+  /** A tenant's events may have committed: read them once if anyone of the tenant listens. */
+  signal(tenantId: string): void {
+    if (!this.byTenant.has(tenantId)) return;
+    void this.enqueue(tenantId, () => this.drain(tenantId));
+  }
+
+  private enqueue(tenant: string, task: () => Promise<void>): Promise<void> {
+    const next = (this.chains.get(tenant) ?? Promise.resolve()).then(task).catch((err: unknown) => {
+      this.logger.warn({ err, tenant }, 'Live changes: a read of the outbox failed');
+    });
+    this.chains.set(tenant, next);
+    void next.then(() => {
+      if (this.chains.get(tenant) === next) this.chains.delete(tenant);
+    });
+    return next;
+  }
+
+  private async cursorOf(tenant: string): Promise<number> {
+    let cursor = this.cursors.get(tenant);
+    if (cursor === undefined) {
+      cursor = await this.outbox.lastSequence(tenant);
+      this.cursors.set(tenant, cursor);
+    }
+    return cursor;
+  }
+
+  private async drain(tenant: string): Promise<void> {
+    if (!this.byTenant.has(tenant)) return;
+    let cursor = await this.cursorOf(tenant);
+    for (;;) {
+      const events = await this.outbox.readAfter(tenant, cursor, BATCH);
+      if (events.length === 0) return;
+      const streams = [...(this.byTenant.get(tenant) ?? [])];
+      await this.deliver(events, streams);
+      cursor = events[events.length - 1].sequence;
+      this.cursors.set(tenant, cursor);
+      if (events.length < BATCH) return;
+    }
+  }
+
+  /** Shapes each event once per view and writes it to the streams of that view. */
+  private async deliver(events: readonly OutboxEvent[], streams: readonly LiveStream[]): Promise<void> {
+    for (const event of events) {
+      const shapes = new Map<string, Shaped>();
+      for (const stream of streams) {
+        if (event.sequence <= stream.last) continue;
+        stream.last = event.sequence;
+        if (stream.ctx.entity.code !== event.entity) continue;
+        const base = viewKey(stream.ctx);
+        let shaped = shapes.get(base);
+        if (shaped === undefined && !shapes.has(base)) {
+          shaped = await this.shape(stream.ctx, event);
+          shapes.set(base, shaped);
+        }
+        if (stream.view) {
+          const key = `${base}|${stream.view.key}`;
+          if (!shapes.has(key)) shapes.set(key, stream.view.narrow(shaped ?? null));
+          shaped = shapes.get(key);
+        }
+        if (shaped) stream.write(sseEvent(event.sequence, shaped.event, shaped.data));
+      }
+    }
+  }
+
+  /**
+   * The event as the view's read shows it now: the row read through the records read use case
+   * (projection, masking, row filter). A created row outside the view is not sent; an updated or
+   * restored one outside it is sent as `deleted` (it may have left the view); a deletion is sent
+   * with the id only.
+   */
+  private async shape(ctx: RecordContext, event: OutboxEvent): Promise<Shaped> {
+    const id = event.recordId;
+    if (event.type.endsWith('.deleted')) return { event: 'deleted', data: JSON.stringify({ id, lastModified: null, row: null }) };
+    let row: Row | undefined;
+    try {
+      row = await this.readRecord.execute(ctx, id);
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err;
+    }
+    const created = event.type.endsWith('.created');
+    if (!row) {
+      return created ? null : { event: 'deleted', data: JSON.stringify({ id, lastModified: null, row: null }) };
+    }
+    const lastModified = (row[LAST_MODIFIED_KEY] as string | null | undefined) ?? null;
+    return { event: created ? 'created' : 'updated', data: JSON.stringify({ id, lastModified, row }) };
+  }
+
+  private beat(): void {
+    const now = Date.now() / 1000;
+    for (const set of this.byTenant.values())
+      for (const s of [...set]) {
+        if (s.ctx.user.exp && s.ctx.user.exp <= now) s.close();
+        else s.write(': heartbeat\n\n');
+      }
+  }
+}
+
+/** Streams that see an event alike: same entity, profile and, for @user row filters, user. */
+function viewKey(ctx: RecordContext): string {
+  const vars = ctx.policy.rowFilter ? rowFilterVariables(ctx.policy.rowFilter) : { userAttrs: [] };
+  return JSON.stringify([
+    ctx.entity.code,
+    ctx.entity.registryId,
+    ctx.profileId,
+    vars.userAttrs.length > 0 ? ctx.user.userId : null,
+  ]);
+}
