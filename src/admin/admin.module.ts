@@ -8,12 +8,24 @@ import { TenantModule } from '../tenant/tenant.module';
 import { TenantEntities } from './tenants/tenant-entities';
 import { TenantExportJob } from './tenants/tenant-export.job';
 import { TenantLifecycleController } from './tenants/tenant-lifecycle.controller';
+import { TenantEraser } from './tenants/tenant-eraser';
+import { TenantExports } from './tenants/tenant-exports';
 import { TenantLifecycleService } from './tenants/tenant-lifecycle.service';
+import { TenantRecords } from './tenants/tenant-records';
+import { TenantUsageReport } from './tenants/tenant-usage-report';
 
 /** Operating many tenants (D58): the tenant lifecycle routes. */
 @Module({
   imports: [TenantModule, RegistryModule, CatalogModule, DataviewModule, JobsModule, RecordsModule],
   controllers: [TenantLifecycleController],
-  providers: [TenantLifecycleService, TenantEntities, TenantExportJob],
+  providers: [
+    TenantRecords,
+    TenantEntities,
+    TenantLifecycleService,
+    TenantUsageReport,
+    TenantExports,
+    TenantExportJob,
+    TenantEraser,
+  ],
 })
 export class AdminModule {}

@@ -15,7 +15,10 @@ import {
   TenantExportStartedDto,
   TenantUsageDto,
 } from './tenant-lifecycle.api-docs';
+import { TenantEraser } from './tenant-eraser';
+import { TenantExports } from './tenant-exports';
 import { TenantLifecycleService } from './tenant-lifecycle.service';
+import { TenantUsageReport } from './tenant-usage-report';
 
 /** 403 unless the user's role names `admin:system` itself (`*:*` makes a tenant administrator). */
 function assertSystemAdmin(actor: Actor): void {
@@ -39,7 +42,12 @@ const ID_PARAM = { name: 'id', schema: { type: 'integer', minimum: 1, example: 4
 @Authenticated()
 @Controller('api/v1/admin/tenants')
 export class TenantLifecycleController {
-  constructor(private readonly lifecycle: TenantLifecycleService) {}
+  constructor(
+    private readonly lifecycle: TenantLifecycleService,
+    private readonly usageReport: TenantUsageReport,
+    private readonly exports: TenantExports,
+    private readonly eraser: TenantEraser,
+  ) {}
 
   @Post()
   @HttpCode(201)
@@ -70,7 +78,7 @@ export class TenantLifecycleController {
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'TENANT_MISMATCH', 'NOT_FOUND')
   async usage(@CurrentActor() actor: Actor, @Param('id') id: string): Promise<TenantUsageDto> {
     assertSystemAdmin(actor);
-    return this.lifecycle.usage(tenantIdOf(id));
+    return this.usageReport.usage(tenantIdOf(id));
   }
 
   @Post(':id/export')
@@ -88,7 +96,7 @@ export class TenantLifecycleController {
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'TENANT_MISMATCH', 'NOT_FOUND')
   async startExport(@CurrentActor() actor: Actor, @Param('id') id: string): Promise<TenantExportStartedDto> {
     assertSystemAdmin(actor);
-    return this.lifecycle.startExport(actor, tenantIdOf(id));
+    return this.exports.startExport(actor, tenantIdOf(id));
   }
 
   @Get(':id/export/:jobId')
@@ -107,7 +115,7 @@ export class TenantLifecycleController {
     @Param('jobId') jobId: string,
   ): Promise<TenantExportJobDto> {
     assertSystemAdmin(actor);
-    return this.lifecycle.exportJob(actor, tenantIdOf(id), Number(tenantIdOf(jobId)));
+    return this.exports.exportJob(actor, tenantIdOf(id), Number(tenantIdOf(jobId)));
   }
 
   @Delete(':id')
@@ -130,6 +138,6 @@ export class TenantLifecycleController {
     @Body() body: EraseTenantDto,
   ): Promise<ErasedTenantDto> {
     assertSystemAdmin(actor);
-    return this.lifecycle.erase(actor, tenantIdOf(id), body.confirm);
+    return this.eraser.erase(actor, tenantIdOf(id), body.confirm);
   }
 }
