@@ -586,26 +586,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/{entity_code}/imports": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Import a CSV or XLSX file into an entity as a job (D53); answers 202 with the import
-         * @description The body is the file (Content-Type text/csv in UTF-8, or the XLSX type); options are query parameters. Headers match writable field codes case-blind (spaces, dashes, underscores ignored), or `mapping`. A body larger than IMPORT_MAX_BYTES is 413; a file with more than IMPORT_MAX_ROWS rows fails the job with 413.
-         */
-        post: operations["importRecords"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/v1/imports/{importId}": {
         parameters: {
             query?: never;
@@ -1196,6 +1176,26 @@ export interface paths {
         post?: never;
         /** Soft-delete a user record */
         delete: operations["deleteUser"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{entity_code}/imports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import a CSV or XLSX file into an entity as a job (D53); answers 202 with the import
+         * @description The body is the file (Content-Type text/csv in UTF-8, or the XLSX type); options are query parameters. Headers match writable field codes case-blind (spaces, dashes, underscores ignored), or `mapping`. A body larger than IMPORT_MAX_BYTES is 413; a file with more than IMPORT_MAX_ROWS rows fails the job with 413.
+         */
+        post: operations["importRecords"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -7013,233 +7013,6 @@ export interface operations {
             };
             /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
             500: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
-            503: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-        };
-    };
-    importRecords: {
-        parameters: {
-            query?: {
-                /** @description JSON object: column → field code (null ignores) */
-                mapping?: string;
-                onError?: "abort" | "skip";
-                /** @description upsert: id or a unique field */
-                key?: string;
-                dryRun?: boolean;
-                mode?: "create" | "upsert";
-            };
-            header?: never;
-            path: {
-                /** @description Example: `customers` */
-                entity_code: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "text/csv": string;
-                "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": string;
-            };
-        };
-        responses: {
-            /** @description The import, queued */
-            202: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
-                    "x-ratelimit-remaining"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @example true */
-                        success?: boolean;
-                        data?: {
-                            /** @example 42 */
-                            importId: number;
-                            /** @example customers */
-                            entity: string;
-                            /**
-                             * @example COMPLETED
-                             * @enum {string}
-                             */
-                            status: "PENDING" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELLED";
-                            /** @example false */
-                            dryRun: boolean;
-                            /**
-                             * @example create
-                             * @enum {string}
-                             */
-                            mode: "create" | "upsert";
-                            /**
-                             * @example skip
-                             * @enum {string}
-                             */
-                            onError: "abort" | "skip";
-                            /** @description Data rows of the file (null until counted) */
-                            total?: number | null;
-                            /**
-                             * @description Rows handled so far
-                             * @example 1000
-                             */
-                            processed: number;
-                            /** @description Rows written (a dry run: rows that would be written) */
-                            created: number;
-                            /** @description Rows that updated a record (upsert) */
-                            updated: number;
-                            /** @description Valid rows not written because onError=abort met a failing row */
-                            skipped: number;
-                            /** @description Rows refused */
-                            failed: number;
-                            /** @description The first 100 errors: the row number in the file (header = 1), the field, the reason */
-                            errors: {
-                                /** @example 7 */
-                                row: number;
-                                /** @example email */
-                                field: string | null;
-                                /** @example must be a valid email */
-                                error: string;
-                            }[];
-                            /** @description Header columns that name no writable field (left out) */
-                            ignoredColumns: string[];
-                            /**
-                             * @description When rows failed: a CSV of the failed rows with an `error` column (downloads route)
-                             * @example /api/v1/downloads/q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c
-                             */
-                            errorFileUrl?: string;
-                            /** @description When FAILED: why the file could not be imported (D17, D18) */
-                            error?: {
-                                code?: string;
-                                message?: string;
-                                details?: unknown;
-                            };
-                            /** Format: date-time */
-                            createdAt: string;
-                            /** Format: date-time */
-                            finishedAt?: string | null;
-                            /** @example /api/v1/imports/42 */
-                            statusUrl: string;
-                        };
-                        meta?: {
-                            timestamp?: string;
-                            requestId?: string;
-                        };
-                    };
-                };
-            };
-            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
-            400: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
-            401: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); FEATURE_DISABLED: The feature is disabled for this tenant; TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
-            403: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_FOUND: Not found */
-            404: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
-            413: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
-            415: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description RATE_LIMITED: Too many requests (Retry-After) */
-            429: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
-            500: {
-                headers: {
-                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
-                    "x-request-id": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
-                };
-            };
-            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
-            501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
                     "x-request-id": string;
@@ -14882,6 +14655,233 @@ export interface operations {
             };
             /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
             500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    importRecords: {
+        parameters: {
+            query?: {
+                /** @description JSON object: column → field code (null ignores) */
+                mapping?: string;
+                onError?: "abort" | "skip";
+                /** @description upsert: id or a unique field */
+                key?: string;
+                dryRun?: boolean;
+                mode?: "create" | "upsert";
+            };
+            header?: never;
+            path: {
+                /** @description Example: `customers` */
+                entity_code: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "text/csv": string;
+                "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": string;
+            };
+        };
+        responses: {
+            /** @description The import, queued */
+            202: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example true */
+                        success?: boolean;
+                        data?: {
+                            /** @example 42 */
+                            importId: number;
+                            /** @example customers */
+                            entity: string;
+                            /**
+                             * @example COMPLETED
+                             * @enum {string}
+                             */
+                            status: "PENDING" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELLED";
+                            /** @example false */
+                            dryRun: boolean;
+                            /**
+                             * @example create
+                             * @enum {string}
+                             */
+                            mode: "create" | "upsert";
+                            /**
+                             * @example skip
+                             * @enum {string}
+                             */
+                            onError: "abort" | "skip";
+                            /** @description Data rows of the file (null until counted) */
+                            total?: number | null;
+                            /**
+                             * @description Rows handled so far
+                             * @example 1000
+                             */
+                            processed: number;
+                            /** @description Rows written (a dry run: rows that would be written) */
+                            created: number;
+                            /** @description Rows that updated a record (upsert) */
+                            updated: number;
+                            /** @description Valid rows not written because onError=abort met a failing row */
+                            skipped: number;
+                            /** @description Rows refused */
+                            failed: number;
+                            /** @description The first 100 errors: the row number in the file (header = 1), the field, the reason */
+                            errors: {
+                                /** @example 7 */
+                                row: number;
+                                /** @example email */
+                                field: string | null;
+                                /** @example must be a valid email */
+                                error: string;
+                            }[];
+                            /** @description Header columns that name no writable field (left out) */
+                            ignoredColumns: string[];
+                            /**
+                             * @description When rows failed: a CSV of the failed rows with an `error` column (downloads route)
+                             * @example /api/v1/downloads/q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c
+                             */
+                            errorFileUrl?: string;
+                            /** @description When FAILED: why the file could not be imported (D17, D18) */
+                            error?: {
+                                code?: string;
+                                message?: string;
+                                details?: unknown;
+                            };
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            finishedAt?: string | null;
+                            /** @example /api/v1/imports/42 */
+                            statusUrl: string;
+                        };
+                        meta?: {
+                            timestamp?: string;
+                            requestId?: string;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); FEATURE_DISABLED: The feature is disabled for this tenant; TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Body larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_IMPLEMENTED: The entity’s object or database type cannot serve this operation (D26) */
+            501: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
                     "x-request-id": string;

@@ -36,9 +36,15 @@ const GENERIC_BULK = '/api/v1/{entity_code}/bulk';
  * integers and the router prefers the static segment. Kept last as well, for the same reason.
  */
 const GENERIC_CHANGES = '/api/v1/{entity_code}/changes';
+/**
+ * D53's imports: `/api/v1/customers/imports` fits `/api/v1/customers/{id}` (ids are integers, the
+ * router prefers the static segment), and `/api/v1/imports/{importId}` (no entity may be coded
+ * `imports`: a reserved name). Kept last as well.
+ */
+const GENERIC_IMPORTS = '/api/v1/{entity_code}/imports';
 
 function bulkPathLast(doc: OpenAPIObject): OpenAPIObject {
-  for (const path of [GENERIC_CHANGES, GENERIC_BULK]) {
+  for (const path of [GENERIC_IMPORTS, GENERIC_CHANGES, GENERIC_BULK]) {
     const item = doc.paths[path];
     if (item) {
       delete doc.paths[path];
