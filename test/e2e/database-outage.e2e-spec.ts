@@ -211,7 +211,14 @@ function serverOutage(server: 'postgres' | 'mariadb'): void {
     const problems = during.map((s) => unavailableProblem(s)).filter((p): p is string => p !== undefined);
     expect([...new Set(problems)]).toEqual([]);
     // Requests in flight at the cut either finished before it or failed the same way; none is a 500.
-    const inFlight = before.filter((s) => s.statusCode !== 200 && s.statusCode !== 201);
+    // A 409 CONFLICT (busy: a lock wait ran out under 30 concurrent writers of one tenant, which the
+    // outbox's per-tenant counter serialises) is a clean answer to retry, not an outage symptom.
+    const inFlight = before.filter(
+      (s) =>
+        s.statusCode !== 200 &&
+        s.statusCode !== 201 &&
+        !(s.statusCode === 409 && /"code":"CONFLICT"/.test(String(s.body))),
+    );
     expect([...new Set(inFlight.map((s) => unavailableProblem(s)).filter(Boolean))]).toEqual([]);
     expect(shots.filter((s) => s.statusCode === 500)).toEqual([]);
   });

@@ -137,8 +137,19 @@ export class OutboxRepository {
         .into(SEQUENCES, ['evs_tenant_id', 'evs_last_sequence'])
         .values({ evs_tenant_id: tenant, evs_last_sequence: 0 })
         .execute();
-    if (dialectOf(ds.driver.options.type) === 'sqlite') {
+    const dialect = dialectOf(ds.driver.options.type);
+    if (dialect === 'sqlite') {
       await insert(qr);
+      return;
+    }
+    if (dialect === 'mysql') {
+      // In the write's own transaction: a second connection taken while this one is held starves
+      // the pool when as many writers as connections start at once (each waits for another's).
+      // INSERT IGNORE never fails the transaction; a concurrent creator's row is simply kept.
+      await qr.query(
+        'INSERT IGNORE INTO app_event_sequences (evs_tenant_id, evs_last_sequence) VALUES (?, 0)',
+        [tenant],
+      );
       return;
     }
     const own = ds.createQueryRunner();
