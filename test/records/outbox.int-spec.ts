@@ -290,4 +290,24 @@ describe('Outbox (D54)', () => {
     // Other tenants' recent events are untouched.
     expect((await eventsOf(TENANT.globex)).length).toBeGreaterThan(0);
   });
+  it("should let a tenant's concurrent first writers create its counter together: none deadlocks or is refused busy", async () => {
+    // The tenant starts over with no counter row (as a new tenant does), and a burst of writers
+    // arrives at once — on MariaDB a create-then-update of the row deadlocked two of them.
+    await ds.query(`DELETE FROM app_events WHERE evt_tenant_id = ${TENANT.globex}`);
+    await ds.query(`DELETE FROM app_event_sequences WHERE evs_tenant_id = ${TENANT.globex}`);
+    const ctx = await contextFor('admin@globex.test', TENANT.globex, 'customers');
+    const n = 12;
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: n }, (_, i) =>
+        t.app.get(CreateRecord).execute(ctx, { name: `First ${i}`, email: `first${i}@globex.example` }),
+      ),
+    );
+    expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
+    const events = await eventsOf(TENANT.globex);
+    expect(events.map((e) => e.sequence)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+    const counters = await ds.query<Json[]>(
+      `SELECT evs_last_sequence FROM app_event_sequences WHERE evs_tenant_id = ${TENANT.globex}`,
+    );
+    expect(counters.map((r) => Number(r.evs_last_sequence))).toEqual([n]);
+  });
 });

@@ -2,14 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { QueryRunner } from 'typeorm';
 import { DatabaseService } from '../../database/database.service';
-import { dialectOf } from '../../database/dialect';
-import { translateDbError } from '../../database/dialect/constraint-errors';
+import { advanceCounter } from '../../database/dialect/counter';
 import { fromDbTimestamp, toDbTimestamp } from '../../database/dialect/timestamps';
 import { tenantNumberOf } from '../../database/scope/tenant-rows';
 import type { OutboxEvent, PendingEvent } from './outbox.types';
 
 const EVENTS = 'app_events';
 const SEQUENCES = 'app_event_sequences';
+const COUNTER = { table: SEQUENCES, keyColumn: 'evs_tenant_id', valueColumn: 'evs_last_sequence' };
 /** Rows per INSERT of events: below every dialect's parameter limit (SQL Server: 2,100). */
 const INSERT_CHUNK = 100;
 
@@ -89,78 +89,9 @@ export class OutboxRepository {
 
   /** Adds `n` to the tenant's counter (locking its row until the transaction ends); the new last number. */
   private async take(qr: QueryRunner, tenant: number, n: number): Promise<number> {
-    if (!this.counted.has(tenant)) {
-      await this.ensureCounter(qr, tenant);
-      this.counted.add(tenant);
-    }
-    const ds = qr.connection;
-    const column = ds.driver.escape('evs_last_sequence');
-    const result = await ds
-      .createQueryBuilder(qr)
-      .update(SEQUENCES)
-      .set({ evs_last_sequence: () => `${column} + ${Number(n)}` })
-      .where('evs_tenant_id = :tenant', { tenant })
-      .execute();
-    if (result.affected === 0) {
-      // Known to this process but gone (a test database was rebuilt): create it and take again.
-      this.counted.delete(tenant);
-      return this.take(qr, tenant, n);
-    }
-    const row = await ds
-      .createQueryBuilder(qr)
-      .select('evs_last_sequence', 'last')
-      .from(SEQUENCES, 's')
-      .where('evs_tenant_id = :tenant', { tenant })
-      .getRawOne<{ last: unknown }>();
-    return Number(row?.last);
-  }
-
-  /**
-   * Creates the tenant's counter row if it is missing. The check is a plain (non-locking) read, so
-   * it takes no gap lock on MariaDB; the INSERT runs outside the write's transaction (a failed
-   * statement would abort a PostgreSQL transaction) and a concurrent creator's duplicate is fine.
-   * SQLite has one connection and one writer: there the INSERT joins the transaction.
-   */
-  private async ensureCounter(qr: QueryRunner, tenant: number): Promise<void> {
-    const ds = qr.connection;
-    const exists = await ds
-      .createQueryBuilder(qr)
-      .select('evs_id', 'id')
-      .from(SEQUENCES, 's')
-      .where('evs_tenant_id = :tenant', { tenant })
-      .getRawOne<{ id: unknown }>();
-    if (exists) return;
-    const insert = (runner: QueryRunner) =>
-      ds
-        .createQueryBuilder(runner)
-        .insert()
-        .into(SEQUENCES, ['evs_tenant_id', 'evs_last_sequence'])
-        .values({ evs_tenant_id: tenant, evs_last_sequence: 0 })
-        .execute();
-    const dialect = dialectOf(ds.driver.options.type);
-    if (dialect === 'sqlite') {
-      await insert(qr);
-      return;
-    }
-    if (dialect === 'mysql') {
-      // In the write's own transaction: a second connection taken while this one is held starves
-      // the pool when as many writers as connections start at once (each waits for another's).
-      // INSERT IGNORE never fails the transaction; a concurrent creator's row is simply kept.
-      await qr.query(
-        'INSERT IGNORE INTO app_event_sequences (evs_tenant_id, evs_last_sequence) VALUES (?, 0)',
-        [tenant],
-      );
-      return;
-    }
-    const own = ds.createQueryRunner();
-    try {
-      await insert(own);
-    } catch (err) {
-      const translated = translateDbError(err, { fields: [] }) as { reason?: string };
-      if (translated?.reason !== 'duplicate_value') throw err;
-    } finally {
-      await own.release();
-    }
+    const last = await advanceCounter(qr, COUNTER, tenant, n, this.counted.has(tenant));
+    this.counted.add(tenant);
+    return last;
   }
 
   private toRow(e: PendingEvent, tenant: number, sequence: number): Raw {
