@@ -34,8 +34,7 @@ export function presentRecord(
   fields: readonly FieldDef[],
   row: ReadRow,
 ): Row {
-  return {
-    ...applyProjection(typedFields(fields, row.fields), policy, entity.fields),
-    [LAST_MODIFIED_KEY]: row.lastModified,
-  };
+  const out = applyProjection(typedFields(fields, row.fields), policy, entity.fields);
+  out[LAST_MODIFIED_KEY] = row.lastModified;
+  return out;
 }
