@@ -36,12 +36,13 @@ export function createCacheStore(url: string | undefined, memoryMaxBytes?: numbe
 /** What a synchronous read may answer from. */
 export interface PeekOptions {
   /**
-   * Whether the local tier in front of Redis may answer (default true). False for what must come
-   * from the shared store or the database whenever Redis is there — token revocation and user
-   * state, which fail closed to the database during a Redis outage rather than trusting a copy
-   * that missed an invalidation (D46). The embedded default's store always answers.
+   * Whether the local tier in front of Redis may answer (default true). 'live': only while its
+   * invalidation channel is subscribed, so that every change made on another instance reaches it
+   * — token revocation and user state, which must never be answered by a copy that may have
+   * missed an invalidation: without the channel they come from Redis or, in an outage, the
+   * database, and fail closed (D46). False: never. The embedded default's store always answers.
    */
-  tier?: boolean;
+  tier?: boolean | 'live';
 }
 
 @Injectable()
@@ -58,6 +59,12 @@ export class CacheService implements OnApplicationShutdown {
   readonly tier?: LocalTier;
   private readonly tierChannel: string;
   private readonly instanceId = randomUUID();
+  /**
+   * Whether the tier hears every other instance's changes right now: from the moment its channel
+   * is subscribed (the tier cleared then, as a message may have been missed before) until that
+   * connection drops.
+   */
+  private tierLive = false;
   private subscriber?: Redis;
   private closed = false;
   /** getShared's parsed values by key, with the text each was parsed from. */
@@ -133,7 +140,10 @@ export class CacheService implements OnApplicationShutdown {
    * promise for them (issue 14: with the async-local scope every promise costs a hook).
    */
   peekText(key: string, { tier = true }: PeekOptions = {}): string | undefined {
-    if (this.tier) return tier && this.tier.holds(key) ? this.tier.get(key) : undefined;
+    if (this.tier) {
+      const allowed = tier === 'live' ? this.tierLive : tier;
+      return allowed && this.tier.holds(key) ? this.tier.get(key) : undefined;
+    }
     return this.store instanceof MemoryCacheStore ? this.store.peek(key) : undefined;
   }
 
@@ -312,10 +322,24 @@ export class CacheService implements OnApplicationShutdown {
     this.subscriber = sub;
     let connectedBefore = false;
     sub.on('error', () => undefined);
+    const down = () => {
+      this.tierLive = false;
+    };
+    sub.on('close', down);
+    sub.on('end', down);
+    sub.on('reconnecting', down);
     sub.on('ready', () => {
       if (connectedBefore) this.tier?.clear();
       connectedBefore = true;
-      sub.subscribe(this.tierChannel).catch(() => undefined);
+      sub
+        .subscribe(this.tierChannel)
+        .then(() => {
+          if (this.closed || sub.status !== 'ready') return;
+          // Changes published before the subscription took effect were not heard.
+          this.tier?.clear();
+          this.tierLive = true;
+        })
+        .catch(() => undefined);
     });
     sub.on('message', (channel: string, raw: string) => {
       if (channel !== this.tierChannel || this.closed) return;

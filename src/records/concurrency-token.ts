@@ -9,8 +9,26 @@ import { fromDbTimestamp } from '../database/dialect/timestamps';
 /** The body key that carries the token on reads and on PUT. */
 export const LAST_MODIFIED_KEY = 'lastModified';
 
+/** Stored texts (SQLite) already turned into tokens: the same rows are read again and again. */
+const TEXT_TOKENS_MAX = 20_000;
+const textTokens = new Map<string, string | null>();
+
 /** The stored value as the API's token; null when NULL or unreadable. */
 export function tokenOf(raw: unknown, driverType: string): string | null {
+  if (typeof raw === 'string') {
+    // Parsing the text was a twentieth of an uncached list page (issue 29); the answer for a
+    // text never changes, so it is kept (bounded: dropped whole when full).
+    const known = textTokens.get(raw);
+    if (known !== undefined) return known;
+    const token = tokenFrom(raw, driverType);
+    if (textTokens.size >= TEXT_TOKENS_MAX) textTokens.clear();
+    textTokens.set(raw, token);
+    return token;
+  }
+  return tokenFrom(raw, driverType);
+}
+
+function tokenFrom(raw: unknown, driverType: string): string | null {
   const ms = fromDbTimestamp(raw, driverType);
   return ms === null ? null : new Date(ms).toISOString();
 }
