@@ -1,30 +1,13 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest, FastifyReply } from 'fastify';
-import {
-  RateLimiterAbstract,
-  RateLimiterMemory,
-  RateLimiterRedis,
-  RateLimiterRes,
-} from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
+import { LeasedLimiter, type LeaseVerdict } from '../common/http/leased-limiter';
 import { WindowCounter } from '../common/http/window-counter';
 import { CacheService } from '../cache/cache.service';
 import { RedisCacheStore } from '../cache/redis-cache.store';
 import { AppError, RateLimitedError } from '../common/errors/app-error';
 import type { AppConfig } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';
-
-/** A consume of RateLimiterRedis settled: the result, or the refusal. */
-type Spent = { ok: true; res: RateLimiterRes } | { ok: false; refusal: RateLimiterRes | undefined };
-
-function settle(consume: Promise<RateLimiterRes>): Promise<Spent> {
-  return consume.then(
-    (res) => ({ ok: true, res }),
-    (rejection: unknown) => ({
-      ok: false,
-      refusal: rejection instanceof RateLimiterRes ? rejection : undefined,
-    }),
-  );
-}
 
 /**
  * D39: RATE_LIMIT_POINTS requests per RATE_LIMIT_WINDOW_S per tenant, and USER_RATE_LIMIT_POINTS
@@ -37,13 +20,14 @@ function settle(consume: Promise<RateLimiterRes>): Promise<Spent> {
  *
  * A request the user's budget refuses does not spend the tenant's: a user over their own limit
  * keeps getting 429 without eating into what the tenant's other users have. In process the user's
- * counter is asked first; with Redis both are asked at once (one round trip, not two) and the
- * tenant's point of a refused request is given back.
+ * counter is asked first; with Redis both are asked at once and the tenant's point of a refused
+ * request is given back. With Redis each instance takes the points in leases (LeasedLimiter: 1 %
+ * of the limit at a time), so most requests spend them in memory, without a round trip.
  */
 @Injectable()
 export class TenantRateLimitGuard implements CanActivate {
   /** With Redis: shared by every instance. */
-  private readonly shared: { tenant: RateLimiterAbstract; user: RateLimiterAbstract } | undefined;
+  private readonly shared: { tenant: LeasedLimiter; user: LeasedLimiter } | undefined;
   /** The embedded default: this process's counts, synchronous. */
   private readonly local: { tenant: WindowCounter; user: WindowCounter } | undefined;
 
@@ -51,15 +35,16 @@ export class TenantRateLimitGuard implements CanActivate {
     const { points, userPoints, windowS } = config.rateLimit;
     if (cache.store instanceof RedisCacheStore) {
       const client = cache.store.client;
-      const limiter = (keyPrefix: string, limit: number): RateLimiterAbstract => {
+      const limiter = (keyPrefix: string, limit: number): LeasedLimiter => {
         const options = { keyPrefix: `${cache.keys.prefix}:${keyPrefix}`, points: limit, duration: windowS };
-        return new RateLimiterRedis({
+        const redis = new RateLimiterRedis({
           ...options,
           storeClient: client,
           useRedisPackage: false,
           // A cache outage must not take the API down: fall back to a per-process limit.
           insuranceLimiter: new RateLimiterMemory(options),
         });
+        return new LeasedLimiter(redis, limit);
       };
       this.shared = { tenant: limiter('rate', points), user: limiter('rate-user', userPoints) };
     } else {
@@ -86,20 +71,21 @@ export class TenantRateLimitGuard implements CanActivate {
       return true;
     }
     const { tenant, user } = this.shared!;
-    return Promise.all([settle(user.consume(userKey)), settle(tenant.consume(tenantId))]).then(
-      ([mine, theirs]) => {
-        // A store error that is no refusal lets the request through (the insurance limiter makes
-        // it all but impossible).
-        if (!mine.ok && mine.refusal) {
-          if (theirs.ok) void tenant.reward(tenantId).catch(() => undefined);
-          throw rateLimited('user', mine.refusal.msBeforeNext);
-        }
-        if (!theirs.ok && theirs.refusal) throw rateLimited('tenant', theirs.refusal.msBeforeNext);
-        // What the tenant has left (the documented header, D39).
-        if (theirs.ok) void reply.header('x-ratelimit-remaining', String(theirs.res.remainingPoints));
-        return true;
-      },
-    );
+    const mine = user.take(userKey);
+    const theirs = tenant.take(tenantId);
+    const decide = (m: LeaseVerdict, t: LeaseVerdict): boolean => {
+      if (!m.allowed) {
+        if (t.allowed) tenant.giveBack(tenantId);
+        throw rateLimited('user', m.msBeforeNext);
+      }
+      if (!t.allowed) throw rateLimited('tenant', t.msBeforeNext);
+      // What the tenant has left (the documented header, D39).
+      void reply.header('x-ratelimit-remaining', String(t.remaining));
+      return true;
+    };
+    // Both held in leases: answered without a promise.
+    if (!(mine instanceof Promise) && !(theirs instanceof Promise)) return decide(mine, theirs);
+    return Promise.all([mine, theirs]).then(([m, t]) => decide(m, t));
   }
 }
 

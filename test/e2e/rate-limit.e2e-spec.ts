@@ -126,10 +126,14 @@ describe('Per-user rate limit (issue 21 #4)', () => {
       expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
       expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(600);
 
-      // The viewer's refused requests spent nothing of the tenant's budget: 1000 - 500 left.
+      // The viewer's refused requests spent nothing of the tenant's budget: 1000 - 500 left. With
+      // Redis each instance spends the tenant's points in leases of 10 (1 %), and one instance
+      // does not count the points another holds unspent: at most a lease short per other instance.
       const admin = await profile(await tokenOf('admin@acme.test'));
       expect(admin.statusCode).toBe(200);
-      expect(admin.headers['x-ratelimit-remaining']).toBe(String(1000 - 500 - 1));
+      const remaining = Number(admin.headers['x-ratelimit-remaining']);
+      expect(remaining).toBeLessThanOrEqual(1000 - 500 - 1);
+      expect(remaining).toBeGreaterThanOrEqual(1000 - 500 - 1 - (apps.length - 1) * 10);
     });
   });
 
