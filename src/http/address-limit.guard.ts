@@ -9,6 +9,7 @@ import {
   RateLimiterRedis,
   RateLimiterRes,
 } from 'rate-limiter-flexible';
+import { LeasedLimiter, type LeaseVerdict } from '../common/http/leased-limiter';
 import { WindowCounter } from '../common/http/window-counter';
 import { TokenService } from '../auth/token.service';
 import { CacheService } from '../cache/cache.service';
@@ -45,11 +46,11 @@ const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/;
  * Redis when configured so that every instance shares them; an instance learns that an address is
  * blocked from the answer of its own next consume and remembers it in memory until the window
  * ends, so a blocked address costs no Redis round trip either. Public routes consume one point
- * (one Redis round trip) per request.
+ * per request, in leases with Redis (LeasedLimiter: a Redis round trip per 1 % of the limit).
  */
 @Injectable()
 export class AddressLimitGuard implements CanActivate, OnModuleInit {
-  private readonly publicLimiter: AddressLimiter;
+  private readonly publicLimiter: WindowCounter | LeasedLimiter;
   private readonly failureLimiter: AddressLimiter;
   /** Address key → epoch ms until which its failure budget is used up. */
   private readonly blocked = new LRUCache<string, number>({ max: MAX_BLOCKED_ADDRESSES });
@@ -73,7 +74,10 @@ export class AddressLimitGuard implements CanActivate, OnModuleInit {
         insuranceLimiter: new RateLimiterMemory(options),
       });
     };
-    this.publicLimiter = limiter('rate-public', limits.publicPoints, limits.publicWindowS);
+    const publicLimiter = limiter('rate-public', limits.publicPoints, limits.publicWindowS);
+    // Spent in leases with Redis (1 % of the limit at a time; exact under 200), as the tenant's.
+    this.publicLimiter =
+      publicLimiter instanceof WindowCounter ? publicLimiter : new LeasedLimiter(publicLimiter, limits.publicPoints);
     this.failureLimiter = limiter('rate-fail-addr', limits.failurePoints, limits.failureWindowS);
   }
 
@@ -131,13 +135,12 @@ export class AddressLimitGuard implements CanActivate, OnModuleInit {
       if (!verdict.allowed) throw tooMany(verdict.msBeforeNext, message);
       return true;
     }
-    return this.publicLimiter.consume(limiterKey(address)).then(
-      () => true,
-      (rejection: unknown) => {
-        if (!(rejection instanceof RateLimiterRes)) return true; // the store failed: do not refuse
-        throw tooMany(rejection.msBeforeNext, message);
-      },
-    );
+    const verdict = this.publicLimiter.take(limiterKey(address));
+    const decide = (v: LeaseVerdict): boolean => {
+      if (!v.allowed) throw tooMany(v.msBeforeNext, message);
+      return true;
+    };
+    return verdict instanceof Promise ? verdict.then(decide) : decide(verdict);
   }
 
   /** One failure point for the address; remembers the address as blocked once the budget is used up. */
