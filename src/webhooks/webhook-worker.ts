@@ -5,6 +5,7 @@ import {
   OnApplicationBootstrap,
   OnModuleDestroy,
 } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { QueryRunner } from 'typeorm';
@@ -16,7 +17,7 @@ import { DatabaseService } from '../database/database.service';
 import { ReadinessService } from '../health/readiness.service';
 import { OutboxRepository } from '../records/outbox/outbox.repository';
 import { RecordsWriteRepository } from '../records/records-write.repository';
-import { DeliveriesRepository, type Delivery, type NewDelivery } from './deliveries.repository';
+import { DeliveriesRepository, type AttemptOutcome, type Delivery, type NewDelivery } from './deliveries.repository';
 import { matchesAny } from './event-patterns';
 import { signatureHeaders } from './signature';
 import { sendWebhook } from './webhook-sender';
@@ -27,6 +28,14 @@ import { WebhooksRepository } from './webhooks.repository';
 import { storedSecretKeyRing } from '../config/key-ring';
 
 const MIN_IDLE_MS = 20;
+
+interface PendingSuccess {
+  d: Delivery;
+  owner: string;
+  outcome: AttemptOutcome;
+  webhookId: number;
+  settle: { resolve: (committed: boolean) => void; reject: (err: unknown) => void };
+}
 /** Events one relay pass reads per webhook. */
 const RELAY_BATCH = 500;
 /** Jitter added to each retry delay: up to this fraction of it. */
@@ -223,6 +232,55 @@ export class WebhookWorker implements OnApplicationBootstrap, BeforeApplicationS
     }
   }
 
+  /** Secrets by their stored (encrypted) text: decrypted once, not per delivery. */
+  private readonly secrets = new LRUCache<string, string>({ max: 1000 });
+
+  private secretOf(encrypted: string): string {
+    let secret = this.secrets.get(encrypted);
+    if (secret === undefined) {
+      secret = decryptConnectionString(encrypted, storedSecretKeyRing(this.config.crypto), 'mtb:app_webhooks:v1');
+      this.secrets.set(encrypted, secret);
+    }
+    return secret;
+  }
+
+  /** Successful attempts waiting to be recorded; written together, one transaction per tick. */
+  private delivered: PendingSuccess[] = [];
+  private flushScheduled = false;
+
+  /**
+   * Records a successful attempt (DELIVERED, the webhook's failure clock stopped) together with
+   * the others that ended in the same tick: one transaction for all of them instead of one each
+   * (issue 29: at 500 events a second the per-delivery commits were the bound). Whether this
+   * worker still owned the delivery (false: its lease ran out and another instance took it).
+   */
+  private recordDelivered(success: Omit<PendingSuccess, 'settle'>): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.delivered.push({ ...success, settle: { resolve, reject } });
+      if (this.flushScheduled) return;
+      this.flushScheduled = true;
+      setImmediate(() => void this.flushDelivered());
+    });
+  }
+
+  private async flushDelivered(): Promise<void> {
+    this.flushScheduled = false;
+    const batch = this.delivered;
+    this.delivered = [];
+    try {
+      const committed = await this.tx(async (qr) => {
+        const done: boolean[] = [];
+        for (const b of batch) done.push(await this.deliveries.finish(b.d, b.owner, 'DELIVERED', b.outcome, null, qr));
+        const hooks = new Map(batch.map((b) => [`${b.d.tenantId}:${b.webhookId}`, b]));
+        for (const b of hooks.values()) await this.webhooks.markSuccess(b.d.tenantId, b.webhookId, qr);
+        return done;
+      });
+      batch.forEach((b, i) => b.settle.resolve(committed[i]));
+    } catch (err) {
+      for (const b of batch) b.settle.reject(err);
+    }
+  }
+
   /** Claims what this instance has room for and starts sending; the number claimed. */
   async claimAndSend(): Promise<number> {
     const free = this.config.webhooks.concurrency - this.active.size;
@@ -233,8 +291,19 @@ export class WebhookWorker implements OnApplicationBootstrap, BeforeApplicationS
       (tx) => this.deliveries.claim(tx.config, owner, free, this.leaseMs, Date.now()),
       'READ COMMITTED',
     );
+    // The claim's webhooks, read once for all its deliveries.
+    const hooks = new Map<string, Promise<WebhookRow | null>>();
+    const webhookOf = (d: Delivery) => {
+      const key = `${d.tenantId}:${d.webhookId}`;
+      let hook = hooks.get(key);
+      if (!hook) {
+        hook = this.webhooks.findById(d.tenantId, d.webhookId);
+        hooks.set(key, hook);
+      }
+      return hook;
+    };
     for (const d of claimed) {
-      const p = this.attempt(d, owner)
+      const p = this.attempt(d, owner, webhookOf)
         .catch((err: unknown) => this.reportError(err))
         .finally(() => {
           this.active.delete(p);
@@ -245,8 +314,12 @@ export class WebhookWorker implements OnApplicationBootstrap, BeforeApplicationS
     return claimed.length;
   }
 
-  private async attempt(d: Delivery, owner: string): Promise<void> {
-    const webhook = await this.webhooks.findById(d.tenantId, d.webhookId);
+  private async attempt(
+    d: Delivery,
+    owner: string,
+    webhookOf: (d: Delivery) => Promise<WebhookRow | null>,
+  ): Promise<void> {
+    const webhook = await webhookOf(d);
     const log = {
       tenantId: d.tenantId,
       webhook: webhook?.code,
@@ -268,11 +341,7 @@ export class WebhookWorker implements OnApplicationBootstrap, BeforeApplicationS
       );
       return;
     }
-    const secret = decryptConnectionString(
-      webhook.secretEncrypted,
-      storedSecretKeyRing(this.config.crypto),
-      'mtb:app_webhooks:v1',
-    );
+    const secret = this.secretOf(webhook.secretEncrypted);
     const headers = signatureHeaders(secret, d.uid, Math.floor(Date.now() / 1000), d.payload);
     const result = await sendWebhook(
       webhook.url,
@@ -285,11 +354,7 @@ export class WebhookWorker implements OnApplicationBootstrap, BeforeApplicationS
     const outcome = { status: result.status, error: result.error, response: result.response, at };
     const ok = result.status !== null && result.status >= 200 && result.status < 300;
     if (ok) {
-      const committed = await this.tx(async (qr) => {
-        const done = await this.deliveries.finish(d, owner, 'DELIVERED', outcome, null, qr);
-        await this.webhooks.markSuccess(d.tenantId, webhook.id, qr);
-        return done;
-      });
+      const committed = await this.recordDelivered({ d, owner, outcome, webhookId: webhook.id });
       this.telemetry.outcome(committed ? 'delivered' : 'lost', result.ms, at - d.occurredAt);
       this.logger.log(
         { event: 'webhook_delivered', ...log, status: result.status, ms: result.ms, committed },
