@@ -19,7 +19,8 @@ import {
   type TenantConfig,
   type WorkflowInstance,
 } from './api';
-import { h, mount, text } from './dom';
+import { h, mount, saveBlob, text } from './dom';
+import { offerImport } from './import-dialog';
 
 const DATAVIEW = new URLSearchParams(window.location.search).get('dataview') ?? 'customers_grid';
 const FINAL_STATES = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
@@ -194,6 +195,13 @@ async function showApp(): Promise<void> {
     if (status.classList.contains('error')) setStatus('');
   });
   mount(body, grid.element, workflowPanel(setStatus, grid));
+  void offerImport(grid.importSlot, {
+    api,
+    entity: config.source.entityCode,
+    keyFields: columnsOf(config).flatMap((c) => (c.fieldCode ? [c.fieldCode] : [])),
+    onImported: () => grid.reload(),
+    setStatus,
+  });
   await grid.reload();
 }
 
@@ -241,6 +249,8 @@ class Grid {
   private readonly conflict = h('div', { class: 'conflict', hidden: true, 'data-testid': 'conflict' });
   private readonly history = h('div', { class: 'history', hidden: true, 'data-testid': 'history' });
   private readonly groupList = h('div', { class: 'groups', 'data-testid': 'groups' });
+  /** The Import button, when the user may create records of the entity (import-dialog.ts). */
+  readonly importSlot = h('span', { class: 'import-slot', 'data-testid': 'import-slot' });
   private page: DataPage = { rows: [], pagination: { pageSize: 25 }, aggregates: {} };
   private editing: string | null = null;
   /** Rows ticked for a bulk action (D52), by key; kept across pages until an action runs. */
@@ -400,7 +410,7 @@ class Grid {
         parts.push(button);
       }
     }
-    return h('div', { class: 'toolbar' }, parts);
+    return h('div', { class: 'toolbar' }, parts, this.importSlot);
   }
 
   private get multiSelect(): boolean {
@@ -979,13 +989,7 @@ class Grid {
     try {
       this.setStatus(`Exporting ${format}…`);
       const file = await api.export(DATAVIEW, format, { ...this.state, filters: this.readFilters() });
-      const blob = await api.download(file.downloadUrl);
-      const url = URL.createObjectURL(blob);
-      const a = h('a', { href: url, download: file.filename, hidden: true });
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      saveBlob(await api.download(file.downloadUrl), file.filename);
       this.setStatus(`Downloaded ${file.filename}`);
     } catch (err) {
       const e = describe(err);

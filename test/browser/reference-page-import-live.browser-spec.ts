@@ -1,0 +1,164 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
+import { authHeaders, DEMO_PASSWORD, signin, TENANT } from '../support/auth';
+import { startBrowserRig, watchCspViolations, withScreenshot, type BrowserRig } from './browser-support';
+
+/**
+ * The reference SPA's import dialog (issue 26, D53) and live grid (issue 25, D55) in headless
+ * Chromium through the tenant proxy. Its own rig (and database): the import adds customers, which
+ * the counts of reference-page.browser-spec.ts do not expect. The steps build on each other.
+ */
+describe('reference page: import and live grid (browser)', () => {
+  let rig: BrowserRig;
+  let context: BrowserContext;
+  let page: Page;
+  let cspViolations: string[] = [];
+  let base: string;
+  let token = '';
+  const files = mkdtempSync(join(tmpdir(), 'browser-import-'));
+
+  const step = (name: string, fn: () => Promise<void>): void =>
+    it(name, () => withScreenshot(() => page, `reference-page-import-live ${name}`, fn), 30_000);
+
+  const byId = (id: string, on: Page = page): Locator => on.getByTestId(id);
+  const withText = (id: string, text: RegExp | string, on: Page = page): Promise<void> =>
+    byId(id, on).filter({ hasText: text }).first().waitFor();
+  const rowIds = async (on: Page = page): Promise<string[]> =>
+    Promise.all(
+      (await on.locator('[data-testid=grid-table] tbody tr').all()).map(
+        async (row) => (await row.getAttribute('data-id')) ?? '',
+      ),
+    );
+  const signIn = async (on: Page, email = 'admin@acme.test'): Promise<void> => {
+    const loaded = on.waitForResponse((r) => r.url().includes('/dataviews/customers_grid/data') && r.ok());
+    await on.goto(`${base}/`);
+    await byId('login-screen', on).waitFor();
+    await byId('email', on).fill(email);
+    await byId('password', on).fill(DEMO_PASSWORD);
+    await byId('sign-in', on).click();
+    await loaded;
+    await byId('grid-table', on).locator('tbody tr').first().waitFor();
+  };
+  const searchFor = async (on: Page, text: string): Promise<void> => {
+    const loaded = on.waitForResponse(
+      (r) =>
+        r.url().includes('/dataviews/customers_grid/data') &&
+        (text ? r.url().includes(`search=${encodeURIComponent(text)}`) : !r.url().includes('search=')),
+    );
+    await byId('search', on).fill(text);
+    await byId('search', on).press('Enter');
+    await (await loaded).finished();
+    await on.locator('[data-testid=grid][aria-busy=false]').waitFor();
+  };
+  const customersWithEmail = async (email: string): Promise<Record<string, unknown>[]> => {
+    const res = await rig.t.app.inject({
+      method: 'GET',
+      url: `/api/v1/customers?filters[email]=${encodeURIComponent(email)}`,
+      headers: authHeaders(TENANT.acme, token),
+    });
+    expect(res.statusCode).toBe(200);
+    return res.json().data.records as Record<string, unknown>[];
+  };
+
+  beforeAll(async () => {
+    rig = await startBrowserRig('browser-spa-import');
+    base = `http://acme.localhost:${rig.proxyPort}`;
+    context = await rig.browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    cspViolations = await watchCspViolations(page);
+    page.setDefaultTimeout(8_000);
+    token = (await signin(rig.t.app, TENANT.acme, 'admin@acme.test')).token;
+  }, 60_000);
+
+  afterAll(async () => {
+    await context?.close();
+    await rig?.close();
+    rmSync(files, { recursive: true, force: true });
+  });
+
+  step('offers no Import button to a user whose role may not create customers', async () => {
+    await signIn(page, 'viewer@acme.test');
+    await page.locator('[data-testid=import-slot][data-decided=true]').waitFor({ state: 'attached' });
+    expect(await byId('import-open').count()).toBe(0);
+    await byId('logout').click();
+    await byId('login-screen').waitFor();
+  });
+
+  step('imports a CSV: a dry run shows the counts and the bad row, the real run adds the rows', async () => {
+    await signIn(page);
+    await withText('page-info', /· 50 rows/);
+    await page.locator('[data-testid=import-slot][data-decided=true]').waitFor({ state: 'attached' });
+    // The export's own headers (labels), two good rows and one with an e-mail that is none.
+    const csv = join(files, 'new-customers.csv');
+    writeFileSync(
+      csv,
+      'Name,E-mail,Tier,Credit limit\r\n' +
+        'Imported Alpha,imported-alpha@acme.example,gold,1500\r\n' +
+        'Imported Beta,not-an-email,silver,200\r\n' +
+        'Imported Gamma,imported-gamma@acme.example,bronze,300\r\n',
+    );
+    await byId('import-open').click();
+    await byId('import-dialog').waitFor();
+    expect(await byId('import-preview').isDisabled()).toBe(true); // no file yet
+    await byId('import-file').setInputFiles(csv);
+    expect(await byId('import-run').isDisabled()).toBe(true); // not before a dry run
+
+    const started = page.waitForRequest(
+      (r) => r.method() === 'POST' && r.url().includes('/customers/imports'),
+    );
+    await byId('import-preview').click();
+    const dry = await started;
+    expect(dry.url()).toContain('dryRun=true');
+    expect(dry.url()).toContain('onError=skip');
+    expect(dry.headers()['content-type']).toBe('text/csv');
+    expect((await dry.response())?.status()).toBe(202);
+    await page.locator('[data-testid=import-result][data-status=COMPLETED][data-dry-run=true]').waitFor();
+    await withText('import-counts', '3 rows: 2 would be created, 0 would be updated, 1 failed');
+    await withText('import-error-3', /Row 3 · email: .+/);
+    expect(await customersWithEmail('imported-alpha@acme.example')).toEqual([]); // a dry run writes nothing
+
+    const real = page.waitForRequest(
+      (r) => r.method() === 'POST' && r.url().includes('/customers/imports') && !r.url().includes('dryRun'),
+    );
+    const polled = page.waitForRequest(
+      (r) => r.method() === 'GET' && /\/api\/v1\/imports\/\d+$/.test(r.url()),
+    );
+    const reloaded = page.waitForResponse(
+      (r) => r.url().includes('/dataviews/customers_grid/data') && r.ok(),
+    );
+    await byId('import-run').click();
+    expect((await (await real).response())?.status()).toBe(202);
+    await polled; // progress is followed on the job
+    await page.locator('[data-testid=import-result][data-status=COMPLETED][data-dry-run=false]').waitFor();
+    await withText('import-counts', '3 rows: 2 created, 0 updated, 1 failed');
+    await reloaded; // the grid refreshes after the import
+    await withText('status', 'Imported customers: 2 created, 0 updated, 1 failed');
+    expect(await byId('import-run').isDisabled()).toBe(true); // a second run needs a new preview
+
+    const download = page.waitForEvent('download');
+    await byId('import-error-file').click();
+    const errors = readFileSync(await (await download).path(), 'utf8')
+      .trim()
+      .split(/\r?\n/);
+    expect(errors[0]).toMatch(/^Name,E-mail,Tier,Credit limit,error$/);
+    expect(errors).toHaveLength(2);
+    expect(errors[1]).toMatch(/^Imported Beta,not-an-email,silver,200,.+/);
+
+    await byId('import-close').click();
+    expect(await byId('import-dialog').isVisible()).toBe(false);
+    await withText('page-info', /· 52 rows/);
+    await searchFor(page, 'Imported');
+    expect(await rowIds()).toHaveLength(2);
+    const names = await page
+      .locator('[data-testid=grid-table] tbody td[data-testid$="-name"]')
+      .allTextContents();
+    expect(names).toEqual(['Imported Alpha', 'Imported Gamma']);
+    await searchFor(page, '');
+  });
+
+  step('ran under its Content-Security-Policy without a violation', async () => {
+    expect(cspViolations).toEqual([]);
+  });
+});
