@@ -357,6 +357,12 @@ export class PageApi {
     return envelope(result).data as ImportJob;
   }
 
+  /** A single-use ticket for one change stream (D55): EventSource cannot send the token. */
+  async changesTicket(): Promise<{ ticket: string; expiresIn: number }> {
+    const result = await this.client.api.POST('/api/v1/changes/tickets');
+    return envelope(result).data as { ticket: string; expiresIn: number };
+  }
+
   async workflows(): Promise<WorkflowSummary[]> {
     return envelope(await this.client.api.GET('/api/v1/workflows')).data as WorkflowSummary[];
   }

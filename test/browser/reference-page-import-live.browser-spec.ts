@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BrowserContext, Locator, Page } from 'playwright-core';
+import type { BrowserContext, Locator, Page, Request } from 'playwright-core';
 import { authHeaders, DEMO_PASSWORD, signin, TENANT } from '../support/auth';
 import { startBrowserRig, watchCspViolations, withScreenshot, type BrowserRig } from './browser-support';
 
@@ -17,6 +17,12 @@ describe('reference page: import and live grid (browser)', () => {
   let cspViolations: string[] = [];
   let base: string;
   let token = '';
+  /** Page B: someone else in another browser context. */
+  let contextB: BrowserContext | undefined;
+  let pageB: Page;
+  /** Page A's change-stream requests and ticket answers. */
+  const streams: string[] = [];
+  const tickets: number[] = [];
   const files = mkdtempSync(join(tmpdir(), 'browser-import-'));
 
   const step = (name: string, fn: () => Promise<void>): void =>
@@ -69,10 +75,17 @@ describe('reference page: import and live grid (browser)', () => {
     page = await context.newPage();
     cspViolations = await watchCspViolations(page);
     page.setDefaultTimeout(8_000);
+    page.on('request', (r) => {
+      if (r.url().includes('/changes?')) streams.push(r.url());
+    });
+    page.on('response', (r) => {
+      if (r.url().endsWith('/api/v1/changes/tickets')) tickets.push(r.status());
+    });
     token = (await signin(rig.t.app, TENANT.acme, 'admin@acme.test')).token;
   }, 60_000);
 
   afterAll(async () => {
+    await contextB?.close();
     await context?.close();
     await rig?.close();
     rmSync(files, { recursive: true, force: true });
@@ -155,6 +168,97 @@ describe('reference page: import and live grid (browser)', () => {
       .locator('[data-testid=grid-table] tbody td[data-testid$="-name"]')
       .allTextContents();
     expect(names).toEqual(['Imported Alpha', 'Imported Gamma']);
+    await searchFor(page, '');
+  });
+
+  step(
+    'follows changes made elsewhere: page B edits a customer, page A shows it highlighted without a reload',
+    async () => {
+      await page.locator('[data-testid=grid][data-live=live]').waitFor();
+      // The stream was opened with a ticket alone: EventSource sends no token.
+      expect(tickets.length).toBeGreaterThan(0);
+      expect(streams[0]).toMatch(/\/api\/v1\/dataviews\/customers_grid\/changes\?ticket=[^&]+$/);
+      contextB = await rig.browser.newContext({ viewport: { width: 1280, height: 900 } });
+      pageB = await contextB.newPage();
+      pageB.setDefaultTimeout(8_000);
+      await signIn(pageB);
+
+      const id = (await rowIds())[0];
+      let reloads = 0;
+      const countReloads = (r: Request): void => {
+        if (r.url().includes('/dataviews/customers_grid/data')) reloads++;
+      };
+      page.on('request', countReloads);
+      await byId(`row-${id}`, pageB).getByTestId('action-edit').click();
+      await byId('edit-credit_limit', pageB).fill('98765');
+      await byId('save', pageB).click();
+      await withText('status', `Saved customers ${id}`, pageB);
+
+      await page.locator(`[data-testid=row-${id}].live-changed`).waitFor();
+      await withText(`cell-${id}-credit_limit`, '$98,765.00');
+      page.off('request', countReloads);
+      expect(reloads).toBe(0); // updated in place, not reloaded
+    },
+  );
+
+  step(
+    'shows the conflict panel on a row being edited here when it changes elsewhere, before saving',
+    async () => {
+      const id = (await rowIds())[1];
+      let puts = 0;
+      const countPuts = (r: Request): void => {
+        if (r.method() === 'PUT') puts++;
+      };
+      page.on('request', countPuts);
+      await byId(`row-${id}`).getByTestId('action-edit').click();
+      await byId('edit-credit_limit').fill('4321');
+
+      await byId(`row-${id}`, pageB).getByTestId('action-edit').click();
+      await byId('edit-credit_limit', pageB).fill('5555');
+      await byId('save', pageB).click();
+      await withText('status', `Saved customers ${id}`, pageB);
+
+      await byId('conflict').waitFor();
+      await withText('conflict-credit_limit', /4321\s*5555/);
+      await withText('status', /Conflict/);
+      expect(puts).toBe(0); // before any save
+      expect(await byId('edit-credit_limit').inputValue()).toBe('4321'); // my edit is kept
+      page.off('request', countPuts);
+
+      // Mine wins: saved with the current token; page B sees it live in turn.
+      const saved = page.waitForResponse(
+        (r) => r.request().method() === 'PUT' && r.url().endsWith(`/customers/${id}`),
+      );
+      await byId('conflict-overwrite').click();
+      expect((await saved).status()).toBe(200);
+      await withText(`cell-${id}-credit_limit`, '$4,321.00');
+      await pageB.locator(`[data-testid=row-${id}].live-changed`).waitFor();
+      await withText(`cell-${id}-credit_limit`, '$4,321.00', pageB);
+    },
+  );
+
+  step('shows a row created elsewhere and drops a row deleted elsewhere', async () => {
+    await searchFor(page, 'Imported');
+    expect(await rowIds()).toHaveLength(2);
+    const created = await rig.t.app.inject({
+      method: 'POST',
+      url: '/api/v1/customers',
+      headers: authHeaders(TENANT.acme, token),
+      payload: { name: 'Imported Delta', email: 'imported-delta@acme.example', tier: 'bronze' },
+    });
+    expect(created.statusCode).toBe(201);
+    await byId(`row-${created.json().data.id}`).waitFor(); // the page reloaded: it is in the search
+    expect(await rowIds()).toHaveLength(3);
+
+    const [alpha] = (await customersWithEmail('imported-alpha@acme.example')) as { id: number }[];
+    const deleted = await rig.t.app.inject({
+      method: 'DELETE',
+      url: `/api/v1/customers/${alpha.id}`,
+      headers: authHeaders(TENANT.acme, token),
+    });
+    expect(deleted.statusCode).toBe(200);
+    await byId(`row-${alpha.id}`).waitFor({ state: 'detached' });
+    await withText('page-info', /· 2 rows/);
     await searchFor(page, '');
   });
 
