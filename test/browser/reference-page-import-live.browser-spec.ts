@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Locator, Page, Request } from 'playwright-core';
+import { LiveChangesService } from '../../src/entity/live-changes.service';
 import { authHeaders, DEMO_PASSWORD, signin, TENANT } from '../support/auth';
 import { startBrowserRig, watchCspViolations, withScreenshot, type BrowserRig } from './browser-support';
 
@@ -261,6 +262,43 @@ describe('reference page: import and live grid (browser)', () => {
     await withText('page-info', /· 2 rows/);
     await searchFor(page, '');
   });
+
+  step(
+    'reconnects with a fresh ticket after losing the stream, and reloads the page it may have missed',
+    async () => {
+      await page.locator('[data-testid=grid][data-live=live]').waitFor();
+      const before = { tickets: tickets.length, streams: streams.length };
+      const id = (await rowIds())[2];
+      // The service ends the page's streams (as a restart or a proxy's idle cut would).
+      const service: unknown = rig.t.app.get(LiveChangesService);
+      const live = service as { byTenant: Map<string, Set<{ close(): void }>> };
+      for (const set of live.byTenant.values()) for (const stream of [...set]) stream.close();
+      await page.locator('[data-testid=grid][data-live=reconnecting]').waitFor();
+      // A change while the page is cut off: no event reaches it.
+      const read = await rig.t.app.inject({
+        method: 'GET',
+        url: `/api/v1/customers/${id}`,
+        headers: authHeaders(TENANT.acme, token),
+      });
+      const changed = await rig.t.app.inject({
+        method: 'PUT',
+        url: `/api/v1/customers/${id}`,
+        headers: { ...authHeaders(TENANT.acme, token), 'if-match': read.headers.etag as string },
+        payload: { credit_limit: 2468 },
+      });
+      expect(changed.statusCode).toBe(200);
+      const reloaded = page.waitForResponse(
+        (r) => r.url().includes('/dataviews/customers_grid/data') && r.ok(),
+      );
+      await page.locator('[data-testid=grid][data-live=live]').waitFor({ timeout: 15_000 });
+      await reloaded;
+      await withText(`cell-${id}-credit_limit`, '$2,468.00');
+      expect(tickets.slice(before.tickets)).toContain(201); // a new ticket, not the spent one again
+      const reconnected = streams.slice(before.streams);
+      expect(reconnected.length).toBeGreaterThan(0);
+      expect(reconnected).not.toContain(streams[before.streams - 1]);
+    },
+  );
 
   step('ran under its Content-Security-Policy without a violation', async () => {
     expect(cspViolations).toEqual([]);
