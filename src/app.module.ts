@@ -4,6 +4,7 @@ import { LoggerModule } from 'nestjs-pino';
 import { AdminModule } from './admin/admin.module';
 import { AuthModule } from './auth/auth.module';
 import { SignupModule } from './auth/signup.module';
+import { ChangeTicketGuard } from './auth/change-ticket.guard';
 import { JwtAuthGuard } from './auth/jwt-auth.guard';
 import { CacheModule } from './cache/cache.module';
 import { CatalogModule } from './catalog/catalog.module';
@@ -64,6 +65,8 @@ export class AppModule {
         // tenant header and token (spec §4.1 rule 2), then the per-tenant rate limit (D39), which
         // only authenticated requests spend.
         { provide: APP_GUARD, useExisting: AddressLimitGuard },
+        // A change-stream ticket (D55) stands for the tenant header and the token: redeemed first.
+        { provide: APP_GUARD, useExisting: ChangeTicketGuard },
         { provide: APP_GUARD, useExisting: TenantGuard },
         { provide: APP_GUARD, useExisting: JwtAuthGuard },
         { provide: APP_GUARD, useExisting: TenantRateLimitGuard },

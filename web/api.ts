@@ -153,6 +153,36 @@ export interface HistoryEntry {
   changes: Array<{ field: string; before: unknown; after: unknown }>;
 }
 
+/** An import job as `GET /api/v1/imports/{importId}` answers it (D53). */
+export interface ImportJob {
+  importId: number;
+  entity: string;
+  status: 'PENDING' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELLED';
+  dryRun: boolean;
+  mode: string;
+  onError: string;
+  total: number | null;
+  processed: number;
+  created: number;
+  updated: number;
+  skipped: number;
+  failed: number;
+  errors: { row: number; field: string | null; error: string }[];
+  ignoredColumns: string[];
+  errorFileUrl?: string;
+  error?: { code: string; message: string };
+}
+
+/** The options of an import (D53), sent as query parameters. */
+export interface ImportOptions {
+  mode: 'create' | 'upsert';
+  key?: string;
+  dryRun: boolean;
+  onError: 'abort' | 'skip';
+}
+
+const XLSX_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
+
 export class PageApi {
   readonly client: ApiClient;
 
@@ -281,6 +311,56 @@ export class PageApi {
       body: { ids, ...(confirm ? { confirm: true } : {}) },
     });
     return envelope(result).data as BulkResult;
+  }
+
+  /** The signed-in user's profile: its role's permissions decide which buttons the page offers. */
+  async permissions(): Promise<string[]> {
+    return (envelope(await this.client.api.GET('/api/v1/auth/profile')).data as { permissions: string[] })
+      .permissions;
+  }
+
+  /** Starts an import (D53): the file as the body, its type from its name (a .xlsx is a workbook, else CSV). */
+  async startImport(
+    entity: string,
+    file: Blob & { name?: string },
+    options: ImportOptions,
+  ): Promise<ImportJob> {
+    const xlsx = /\.xlsx$/i.test(file.name ?? '') || file.type === XLSX_TYPE;
+    const result = await this.client.api.POST('/api/v1/{entity_code}/imports', {
+      params: {
+        path: { entity_code: entity },
+        query: {
+          mode: options.mode,
+          ...(options.mode === 'upsert' && options.key ? { key: options.key } : {}),
+          ...(options.dryRun ? { dryRun: true } : {}),
+          onError: options.onError,
+        },
+      },
+      body: file as never,
+      bodySerializer: (body: unknown) => body as Blob,
+      headers: { 'Content-Type': xlsx ? XLSX_TYPE : 'text/csv' },
+    });
+    return envelope(result).data as ImportJob;
+  }
+
+  async importStatus(id: number): Promise<ImportJob> {
+    const result = await this.client.api.GET('/api/v1/imports/{importId}', {
+      params: { path: { importId: id } },
+    });
+    return envelope(result).data as ImportJob;
+  }
+
+  async cancelImport(id: number): Promise<ImportJob> {
+    const result = await this.client.api.POST('/api/v1/imports/{importId}/cancel', {
+      params: { path: { importId: id } },
+    });
+    return envelope(result).data as ImportJob;
+  }
+
+  /** A single-use ticket for one change stream (D55): EventSource cannot send the token. */
+  async changesTicket(): Promise<{ ticket: string; expiresIn: number }> {
+    const result = await this.client.api.POST('/api/v1/changes/tickets');
+    return envelope(result).data as { ticket: string; expiresIn: number };
   }
 
   async workflows(): Promise<WorkflowSummary[]> {

@@ -38,3 +38,13 @@ export function text(value: unknown): string {
     return String(value);
   return JSON.stringify(value);
 }
+
+/** Saves a blob as a file of the browser's downloads (an object URL on a hidden link). */
+export function saveBlob(blob: Blob, filename: string): void {
+  const url = URL.createObjectURL(blob);
+  const a = h('a', { href: url, download: filename, hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}

@@ -19,7 +19,9 @@ import {
   type TenantConfig,
   type WorkflowInstance,
 } from './api';
-import { h, mount, text } from './dom';
+import { h, mount, saveBlob, text } from './dom';
+import { offerImport } from './import-dialog';
+import { LiveChanges, LiveGrid, type LiveView } from './live-grid';
 
 const DATAVIEW = new URLSearchParams(window.location.search).get('dataview') ?? 'customers_grid';
 const FINAL_STATES = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
@@ -33,6 +35,8 @@ const api = new PageApi((reason) => {
 });
 
 let tenant: TenantConfig | null = null;
+/** The grid's change stream (live-grid.ts), closed when the grid goes. */
+let live: LiveChanges | null = null;
 
 function applyBranding(config: TenantConfig): void {
   const colors = config.colors ?? {};
@@ -78,6 +82,8 @@ async function loadTenant(): Promise<{ config: TenantConfig | null; problem: str
 }
 
 async function showLogin(): Promise<void> {
+  live?.stop();
+  live = null;
   const { config, problem } = await loadTenant();
   tenant = config;
   const message = h(
@@ -194,6 +200,16 @@ async function showApp(): Promise<void> {
     if (status.classList.contains('error')) setStatus('');
   });
   mount(body, grid.element, workflowPanel(setStatus, grid));
+  void offerImport(grid.importSlot, {
+    api,
+    entity: config.source.entityCode,
+    keyFields: columnsOf(config).flatMap((c) => (c.fieldCode ? [c.fieldCode] : [])),
+    onImported: () => grid.reload(),
+    setStatus,
+  });
+  live?.stop();
+  live = new LiveChanges(api, DATAVIEW, new LiveGrid(grid), (state) => (grid.element.dataset.live = state));
+  live.start();
   await grid.reload();
 }
 
@@ -230,7 +246,7 @@ function optionsOf(column: GridColumn | undefined): { value: string; label: stri
     .filter((o) => o.value !== '');
 }
 
-class Grid {
+class Grid implements LiveView {
   readonly element = h('div', { class: 'grid', 'data-testid': 'grid' });
   private readonly columns: GridColumn[];
   private readonly key: string;
@@ -241,8 +257,15 @@ class Grid {
   private readonly conflict = h('div', { class: 'conflict', hidden: true, 'data-testid': 'conflict' });
   private readonly history = h('div', { class: 'history', hidden: true, 'data-testid': 'history' });
   private readonly groupList = h('div', { class: 'groups', 'data-testid': 'groups' });
+  /** The Import button, when the user may create records of the entity (import-dialog.ts). */
+  readonly importSlot = h('span', { class: 'import-slot', 'data-testid': 'import-slot' });
   private page: DataPage = { rows: [], pagination: { pageSize: 25 }, aggregates: {} };
   private editing: string | null = null;
+  /** Rows whose save is in flight (a live change of them is their own echo, or a 409 to come). */
+  private readonly saving = new Set<string>();
+  /** The latest reload and conflict panel: an older answer is not shown over a newer one. */
+  private loadSeq = 0;
+  private conflictSeq = 0;
   /** Rows ticked for a bulk action (D52), by key; kept across pages until an action runs. */
   private readonly checked = new Set<string>();
   /** Cursor grids: the cursors of the pages before this one (Previous goes back through them). */
@@ -400,7 +423,7 @@ class Grid {
         parts.push(button);
       }
     }
-    return h('div', { class: 'toolbar' }, parts);
+    return h('div', { class: 'toolbar' }, parts, this.importSlot);
   }
 
   private get multiSelect(): boolean {
@@ -463,6 +486,7 @@ class Grid {
   /** aria-busy="true" while a reload runs (tests and screen readers wait for "false"). */
   async reload(): Promise<void> {
     this.editing = null;
+    const seq = ++this.loadSeq;
     this.element.setAttribute('aria-busy', 'true');
     try {
       if (this.state.groupBy) await this.loadGroups(this.state.groupBy);
@@ -472,15 +496,65 @@ class Grid {
         this.render();
         return;
       }
-      this.page = await api.data(DATAVIEW, this.state);
+      const page = await api.data(DATAVIEW, this.state);
+      if (seq !== this.loadSeq) return; // a newer reload is under way
+      this.page = page;
       this.clearError();
       this.render();
     } catch (err) {
       const e = describe(err);
-      if (e.status !== 401) this.setStatus(problem(e), 'error');
+      if (e.status !== 401 && seq === this.loadSeq) this.setStatus(problem(e), 'error');
     } finally {
-      this.element.setAttribute('aria-busy', 'false');
+      if (seq === this.loadSeq) this.element.setAttribute('aria-busy', 'false');
     }
+  }
+
+  // -- live changes (live-grid.ts) -----------------------------------------------------------------
+
+  rowById(id: string): Row | undefined {
+    return this.page.rows.find((r) => String(r[this.key]) === id);
+  }
+
+  rowElement(id: string): HTMLElement | null {
+    return this.table.querySelector(`tbody tr[data-id="${CSS.escape(id)}"]`);
+  }
+
+  replaceRow(row: Row): HTMLElement | null {
+    const id = String(row[this.key]);
+    this.page.rows = this.page.rows.map((r) => (String(r[this.key]) === id ? row : r));
+    const tr = this.renderRow(row);
+    this.rowElement(id)?.replaceWith(tr);
+    return tr;
+  }
+
+  removeRow(id: string): void {
+    this.page.rows = this.page.rows.filter((r) => String(r[this.key]) !== id);
+    this.rowElement(id)?.remove();
+    if (this.editing !== id) return;
+    this.editing = null;
+    this.setStatus(`${this.entity} ${id} was deleted by someone else`, 'error');
+  }
+
+  /** The row (without an id: any row) is open in the edit form. */
+  isEditing(id?: string): boolean {
+    return id === undefined ? this.editing !== null : this.editing === id;
+  }
+
+  /** A save of the row (without an id: of any row) is in flight. */
+  isSaving(id?: string): boolean {
+    return id === undefined ? this.saving.size > 0 : this.saving.has(id);
+  }
+
+  isLoading(): boolean {
+    return this.element.getAttribute('aria-busy') === 'true';
+  }
+
+  /** An editor's text as the field's value (numbers for numeric columns). */
+  fieldValue(code: string, before: unknown, raw: string): unknown {
+    const column = this.columns.find((c) => c.fieldCode === code);
+    if (column?.columnType === 'numeric' || typeof before === 'number')
+      return raw === '' ? null : Number(raw);
+    return raw;
   }
 
   private async loadGroups(groupBy: string): Promise<void> {
@@ -631,14 +705,8 @@ class Grid {
     editor.setAttribute('data-testid', `inline-${id}-${code}`);
     editor.setAttribute('aria-label', `${column.columnName} of ${id}`);
     editor.addEventListener('change', () => {
-      const before = row[code];
-      const value =
-        column.columnType === 'numeric' || typeof before === 'number'
-          ? editor.value === ''
-            ? null
-            : Number(editor.value)
-          : editor.value;
-      if (value !== before) void this.save(row, { [code]: value }, row.lastModified ?? '');
+      const value = this.fieldValue(code, row[code], editor.value);
+      if (value !== row[code]) void this.save(row, { [code]: value }, row.lastModified ?? '');
     });
     return editor;
   }
@@ -747,7 +815,9 @@ class Grid {
                 const e = describe(err);
                 if (e.status === 401) return;
                 this.setStatus(
-                  e.status === 409 ? `Conflict: ${this.entity} ${id} was changed by someone else` : problem(e),
+                  e.status === 409
+                    ? `Conflict: ${this.entity} ${id} was changed by someone else`
+                    : problem(e),
                   'error',
                 );
               }
@@ -788,16 +858,8 @@ class Grid {
     save.addEventListener('click', () => {
       const changes: Record<string, unknown> = {};
       for (const [code, input] of inputs) {
-        const column = this.columns.find((c) => c.fieldCode === code);
-        const before = row[code];
-        const raw = input.value;
-        const value =
-          column?.columnType === 'numeric' || typeof before === 'number'
-            ? raw === ''
-              ? null
-              : Number(raw)
-            : raw;
-        if (value !== before) changes[code] = value;
+        const value = this.fieldValue(code, row[code], input.value);
+        if (value !== row[code]) changes[code] = value;
       }
       void this.save(row, changes, row.lastModified ?? '');
     });
@@ -815,6 +877,7 @@ class Grid {
       this.render();
       return;
     }
+    this.saving.add(id);
     try {
       if (this.inlineFields.size > 0) {
         // The answer is the row as the grid shows it: it replaces the row in place.
@@ -834,6 +897,8 @@ class Grid {
       if (e.status === 401) return;
       if (e.code === 'CONFLICT' || e.status === 409) this.showConflict(row, changes);
       else this.setStatus(problem(e), 'error');
+    } finally {
+      this.saving.delete(id);
     }
   }
 
@@ -843,8 +908,10 @@ class Grid {
   }
 
   /** 409: someone saved the row since it was read. Show both values; reload theirs or overwrite. */
-  private showConflict(row: Row, changes: Record<string, unknown>): void {
+  showConflict(row: Row, changes: Record<string, unknown>, also: string[] = []): void {
     const id = String(row[this.key]);
+    const seq = ++this.conflictSeq;
+    const fields = [...new Set([...Object.keys(changes), ...also])];
     this.setStatus(`Conflict: ${this.entity} ${id} was changed by someone else`, 'error');
     const table = h('table', { class: 'conflict-values' });
     const reload = h(
@@ -870,16 +937,17 @@ class Grid {
         const record = (await api.client.getRecord(this.entity, id)) as unknown as Row & {
           lastModified: string;
         };
+        if (seq !== this.conflictSeq) return; // a newer conflict took the panel
         current = record;
         mount(
           table,
           h('tr', {}, h('th', {}, 'Field'), h('th', {}, 'Yours'), h('th', {}, 'Current')),
-          Object.keys(changes).map((code) =>
+          fields.map((code) =>
             h(
               'tr',
               { 'data-testid': `conflict-${code}` },
               h('td', {}, code),
-              h('td', { class: 'mine' }, text(changes[code])),
+              h('td', { class: 'mine' }, text(code in changes ? changes[code] : row[code])),
               h('td', { class: 'theirs' }, text(record[code])),
             ),
           ),
@@ -979,13 +1047,7 @@ class Grid {
     try {
       this.setStatus(`Exporting ${format}…`);
       const file = await api.export(DATAVIEW, format, { ...this.state, filters: this.readFilters() });
-      const blob = await api.download(file.downloadUrl);
-      const url = URL.createObjectURL(blob);
-      const a = h('a', { href: url, download: file.filename, hidden: true });
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      saveBlob(await api.download(file.downloadUrl), file.filename);
       this.setStatus(`Downloaded ${file.filename}`);
     } catch (err) {
       const e = describe(err);

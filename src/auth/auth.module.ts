@@ -8,6 +8,9 @@ import { RecordsModule } from '../records/records.module';
 import { TenantModule } from '../tenant/tenant.module';
 import { AuthController } from './auth.controller';
 import { AuthService } from './auth.service';
+import { ChangeTicketGuard } from './change-ticket.guard';
+import { ChangeTicketsController } from './change-tickets.controller';
+import { ChangeTicketsService } from './change-tickets.service';
 import { JwtAuthGuard } from './jwt-auth.guard';
 import { RecordsHooksRegistrar } from './records-hooks.registrar';
 import { RevocationPurgeService } from './revocation-purge.service';
@@ -42,13 +45,15 @@ import { UsersRepository } from './users.repository';
       }),
     }),
   ],
-  controllers: [AuthController],
+  controllers: [AuthController, ChangeTicketsController],
   providers: [
     AuthService,
     TokenService,
     UsersRepository,
     SigninThrottle,
     JwtAuthGuard,
+    ChangeTicketsService,
+    ChangeTicketGuard,
     RolesRepository,
     RevocationsRepository,
     RevocationService,
@@ -56,6 +61,6 @@ import { UsersRepository } from './users.repository';
     RoleChangeSubscriber,
     RecordsHooksRegistrar,
   ],
-  exports: [TokenService, UsersRepository, JwtAuthGuard, AuthService, RevocationService],
+  exports: [TokenService, UsersRepository, JwtAuthGuard, ChangeTicketGuard, AuthService, RevocationService],
 })
 export class AuthModule {}

@@ -7,10 +7,11 @@ import { routePolicy } from '../common/http/route-policy';
 import { AppError, AuthorizationError } from '../common/errors/app-error';
 import { setLogContext } from '../common/logging';
 import type { AuthUser } from '../common/request-context';
+import type { TicketClaims } from '../common/decorators/context.decorators';
 import { describeDatabaseError } from '../database/dialect/driver-errors';
 import { hasPermission } from '../profile/access/permissions';
 import { RevocationService } from './revocation.service';
-import { TokenService } from './token.service';
+import { TOKEN_CLOCK_TOLERANCE_S, TokenService } from './token.service';
 import { isUserState, UserState, userStateOf } from './user-state';
 import { UsersRepository } from './users.repository';
 
@@ -27,6 +28,19 @@ type TokenState = { revoked: true; state: undefined } | { revoked: false; state:
 const COHERENT = { tier: 'live' } as const;
 
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/;
+
+function bearerOf(request: FastifyRequest): string {
+  const header = request.headers.authorization;
+  const match = typeof header === 'string' ? BEARER.exec(header.trim()) : null;
+  if (!match) throw new AppError('UNAUTHORIZED', 'Authentication required');
+  return match[1];
+}
+
+/** A redeemed ticket's claims (D55): the originating token's, whose expiry still applies. */
+function ticketClaims(ticket: TicketClaims, nowMs = Date.now()): TicketClaims {
+  if (nowMs / 1000 >= ticket.exp + TOKEN_CLOCK_TOLERANCE_S) throw new AppError('TOKEN_EXPIRED', 'Token has expired');
+  return ticket;
+}
 
 /**
  * Second step of every protected route (spec §5.5-5.6, D13-D14, D46), after TenantGuard: signature
@@ -53,10 +67,9 @@ export class JwtAuthGuard implements CanActivate {
     if (policy.isPublic) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
 
-    const header = request.headers.authorization;
-    const match = typeof header === 'string' ? BEARER.exec(header.trim()) : null;
-    if (!match) throw new AppError('UNAUTHORIZED', 'Authentication required');
-    const { issuedAtMs, ...claims } = this.tokens.verify(match[1]);
+    const { issuedAtMs, ...claims } = request.changeTicket
+      ? ticketClaims(request.changeTicket)
+      : this.tokens.verify(bearerOf(request));
 
     if (!request.tenant || claims.tenantId !== request.tenant.id) {
       throw new AuthorizationError('Token belongs to another tenant', 'TENANT_MISMATCH');
@@ -95,6 +108,7 @@ export class JwtAuthGuard implements CanActivate {
       throw new AuthorizationError(`Permission ${required} required`);
     }
     request.user = user;
+    request.tokenIssuedAtMs = issuedAtMs;
     setLogContext(request, { userId: user.userId });
     return true;
   }

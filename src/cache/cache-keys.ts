@@ -30,6 +30,8 @@ export const CACHE_TTL = {
   /** A token found not revoked in the database (D46); logout overwrites it with true. */
   tokenNotRevoked: 60,
   signupOtp: 600,
+  /** A browser's change-stream ticket (D55): single use, this long. */
+  changeTicket: 60,
 } as const satisfies Record<string, number>;
 
 const KEY_SPECIAL = /[:*?[\]\\\s]/;
@@ -123,6 +125,11 @@ export class CacheKeys {
   /** Sign-up one-time code and session of an e-mail in a tenant (D15). */
   signupOtp(tenantId: string | number, emailHash: string): string {
     return this.key('otp', tenantId, emailHash);
+  }
+
+  /** `{prefix}:tkt:{sha256 of the ticket}`: a change-stream ticket (D55); the ticket itself is never a key. */
+  changeTicket(ticketHash: string): string {
+    return this.key('tkt', ticketHash);
   }
 
   signupSession(sessionHash: string): string {

@@ -238,6 +238,8 @@ describe(redactUrl.name, () => {
     ['/x?token[]=a&token[]=b', '/x?token[]=[redacted]&token[]=[redacted]'],
     ['/x?token=&token&q=1', '/x?token=&token&q=1'],
     ['/x?q=a%3Dtoken%3Db', '/x?q=a%3Dtoken%3Db'],
+    ['/api/v1/customers/changes?ticket=hZ2u-x_9', '/api/v1/customers/changes?ticket=[redacted]'],
+    ['/x?Ticket=a&tickets=2', '/x?Ticket=[redacted]&tickets=2'],
   ])('should log %s as %s', (url, logged) => {
     expect(redactUrl(url)).toBe(logged);
   });

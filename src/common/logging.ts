@@ -57,6 +57,8 @@ const SECRET_QUERY_NAMES = new Set([
   'signature',
   'sig',
   'x-tenant-id',
+  // A change-stream ticket (D55) is a credential for its 60 seconds.
+  'ticket',
 ]);
 const SECRET_QUERY_PARTS = ['token', 'password', 'passwd', 'secret', 'credential'];
 export const REDACTED = '[redacted]';

@@ -1,11 +1,11 @@
 import { Controller, Get, Param, Req, Res } from '@nestjs/common';
 import { ApiHeader, ApiOperation, ApiParam, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { CurrentActor, RequireFeature, RequirePermission } from '../common/decorators/context.decorators';
+import { AcceptsTicket, CurrentActor, RequireFeature, RequirePermission } from '../common/decorators/context.decorators';
 import { assertCanPerform } from '../profile/access/can-perform';
 import { ApiErrors } from '../common/http/api-docs';
 import type { Actor } from '../common/request-context';
-import { serveChanges, STREAM_DESCRIPTION } from '../entity/live-changes.controller';
+import { ApiTicketQuery, serveChanges, STREAM_DESCRIPTION } from '../entity/live-changes.controller';
 import { LiveChangesService, type Shaped } from '../entity/live-changes.service';
 import { RecordContextFactory } from '../records/record-context.factory';
 import type { Row } from '../records/records-read.repository';
@@ -32,6 +32,8 @@ export class DataviewChangesController {
   ) {}
 
   @Get(':dvc_code/changes')
+  @AcceptsTicket()
+  @ApiTicketQuery()
   @ApiOperation({ operationId: 'streamDataviewChanges', summary: 'Live changes of a dataview (Server-Sent Events, D55)' })
   @ApiParam({ name: 'dvc_code', example: 'customers_grid' })
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this sequence (outbox retention)' })

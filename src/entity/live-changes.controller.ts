@@ -1,8 +1,8 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import { Controller, Get, Req, Res, UseGuards } from '@nestjs/common';
-import { ApiHeader, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiHeader, ApiOperation, ApiProduces, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Authenticated } from '../common/decorators/context.decorators';
+import { AcceptsTicket, Authenticated } from '../common/decorators/context.decorators';
 import { ApiErrors } from '../common/http/api-docs';
 import type { RecordContext } from '../records/record-context';
 import { ApiEntityCodeParam } from './entity.api-docs';
@@ -77,6 +77,17 @@ export async function serveChanges(
   if (closed) live.close(stream);
 }
 
+/** `?ticket=` on a changes stream (D55), documented alike on both routes. */
+export const ApiTicketQuery = (): MethodDecorator & ClassDecorator =>
+  ApiQuery({
+    name: 'ticket',
+    required: false,
+    type: String,
+    description:
+      'A ticket from POST /api/v1/changes/tickets (single use, 60 s), instead of both the x-tenant-id ' +
+      'and Authorization headers (for an EventSource, which sends no headers). Used, expired or unknown: 401 TOKEN_INVALID.',
+  });
+
 /** D55: live changes of an entity as Server-Sent Events (no success envelope on this route). */
 @ApiTags('entities')
 @Authenticated()
@@ -87,6 +98,8 @@ export class LiveChangesController {
   @Get('api/v1/:entity_code/changes')
   @UseGuards(...ENTITY_CHAIN)
   @EntityOperation('read')
+  @AcceptsTicket()
+  @ApiTicketQuery()
   @ApiOperation({
     operationId: 'streamRecordChanges',
     summary: 'Live changes of an entity (Server-Sent Events, D55)',

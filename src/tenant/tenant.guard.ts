@@ -38,7 +38,8 @@ export class TenantGuard implements CanActivate {
 
     let tenantId: string;
     try {
-      tenantId = this.headers.resolve(request.headers['x-tenant-id']);
+      // A redeemed change-stream ticket (D55, ChangeTicketGuard) names its tenant itself.
+      tenantId = request.changeTicket?.tenantId ?? this.headers.resolve(request.headers['x-tenant-id']);
     } catch (err) {
       if (err instanceof TenantHeaderError) throw tenantHeaderError(err.reason);
       throw err;

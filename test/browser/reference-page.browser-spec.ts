@@ -367,7 +367,10 @@ describe('reference page through the tenant proxy (browser)', () => {
       };
     expect((await stored()).status).toBe(target);
 
-    // Someone else saves the order: the next inline save is a 409 with the conflict panel.
+    // Someone else saves the order while its editor has the focus here: the live grid keeps the
+    // row as read and shows the conflict panel (an unfocused row would be updated in place), and
+    // the inline save is a 409 with the same panel.
+    await byId(`inline-${id}-status`).focus();
     const other = await rig.t.app.inject({
       method: 'PUT',
       url: `/api/v1/orders/${id}`,
@@ -375,6 +378,7 @@ describe('reference page through the tenant proxy (browser)', () => {
       payload: { status: 'new', lastModified: (await stored()).lastModified },
     });
     expect(other.statusCode).toBe(200);
+    await byId('conflict-status').locator('.theirs').filter({ hasText: 'new' }).waitFor();
     const mine = target === 'paid' ? 'shipped' : 'paid';
     const stale = page.waitForResponse((r) => r.url().endsWith(`/dataviews/orders_grid/rows/${id}`));
     await byId(`inline-${id}-status`).selectOption(mine);

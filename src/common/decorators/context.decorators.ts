@@ -12,12 +12,29 @@ declare module 'fastify' {
     user?: AuthUser;
     /** The request's async-local log scope (health/http-hooks.service.ts), where guards add to it. */
     logScope?: RequestScope;
+    /** A redeemed `?ticket=` (D55) on a route that accepts one: the tenant and token it stands for. */
+    changeTicket?: TicketClaims;
+    /** The bearer token's issue time (epoch ms), set by JwtAuthGuard beside `user`. */
+    tokenIssuedAtMs?: number;
   }
+}
+
+/** What a change-stream ticket carries (D55): the claims of the token it was issued against. */
+export interface TicketClaims extends AuthUser {
+  /** Epoch ms the originating token was issued (a user-wide revocation refuses earlier ones). */
+  issuedAtMs: number;
 }
 
 export const NO_TENANT = 'mtb:noTenant';
 export const REQUIRED_PERMISSION = 'mtb:requiredPermission';
 export const REQUIRED_FEATURE = 'mtb:requiredFeature';
+export const ACCEPTS_TICKET = 'mtb:acceptsTicket';
+
+/**
+ * The route accepts `?ticket=` (D55, POST /api/v1/changes/tickets) instead of both the tenant
+ * header and the bearer token: for an EventSource, which cannot send headers.
+ */
+export const AcceptsTicket = (): MethodDecorator & ClassDecorator => SetMetadata(ACCEPTS_TICKET, true);
 
 /** Routes outside any tenant (probes, metrics): TenantGuard does not run. */
 export const NoTenant = (): MethodDecorator & ClassDecorator => SetMetadata(NO_TENANT, true);

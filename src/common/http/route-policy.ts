@@ -1,6 +1,6 @@
 import type { ExecutionContext, Type } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { NO_TENANT, REQUIRED_FEATURE, REQUIRED_PERMISSION } from '../decorators/context.decorators';
+import { ACCEPTS_TICKET, NO_TENANT, REQUIRED_FEATURE, REQUIRED_PERMISSION } from '../decorators/context.decorators';
 import { IS_PUBLIC } from '../decorators/public.decorator';
 
 /** What the global guards need to know about a route, from its decorators (handler over class). */
@@ -13,6 +13,8 @@ export interface RoutePolicy {
   readonly features: readonly string[];
   /** @RequirePermission(): the permission the route needs. */
   readonly permission: string | undefined;
+  /** @AcceptsTicket(): `?ticket=` stands for the tenant header and the token (D55). */
+  readonly acceptsTicket: boolean;
 }
 
 /**
@@ -36,6 +38,7 @@ export function routePolicy(context: ExecutionContext): RoutePolicy {
       isPublic: reflector.getAllAndOverride<boolean | undefined>(IS_PUBLIC, targets) === true,
       features: reflector.getAllAndOverride<string[] | undefined>(REQUIRED_FEATURE, targets) ?? [],
       permission: reflector.getAllAndOverride<string | undefined>(REQUIRED_PERMISSION, targets),
+      acceptsTicket: reflector.getAllAndOverride<boolean | undefined>(ACCEPTS_TICKET, targets) === true,
     });
     byHandler.set(handler, policy);
   }
