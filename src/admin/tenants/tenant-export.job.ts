@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import archiver from 'archiver';
+import type archiverModule from 'archiver';
+import { lazyModule } from '../../common/lazy-module';
 import { once } from 'node:events';
 import { Readable, type Writable } from 'node:stream';
 import type { DataSource } from 'typeorm';
@@ -13,6 +14,9 @@ import { JobWorker } from '../../jobs/job-worker';
 import { isSystemAdmin } from '../../profile/access/permissions';
 import { RecordContextFactory } from '../../records/record-context.factory';
 import { TenantEntities, type TenantEntityTable } from './tenant-entities';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on the first tenant export
+const archiver = lazyModule<typeof archiverModule>(() => require('archiver'));
 
 export const TENANT_EXPORT_KIND = 'tenant.export';
 const BATCH = 500;
@@ -126,7 +130,7 @@ export class TenantExportJob implements JobHandler, OnModuleInit {
     const fileId = await this.store.save(
       { tenantId: job.tenantId, createdBy: job.createdBy, filename, contentType: 'application/zip' },
       async (out: Writable) => {
-        const zip = archiver('zip', { zlib: { level: 6 } });
+        const zip = archiver()('zip', { zlib: { level: 6 } });
         const failed = new Promise<never>((_, reject) => zip.on('error', reject));
         failed.catch(() => undefined);
         zip.pipe(out);
