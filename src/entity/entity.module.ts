@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AuthModule } from '../auth/auth.module';
 import { ProfileModule } from '../profile/profile.module';
 import { RecordsModule } from '../records/records.module';
 import { RegistryModule } from '../registry/registry.module';
@@ -15,7 +16,7 @@ import { EntityAccessGuard, EntityChainGuard, EntityInfoGuard, ProfileLoaderGuar
  * records use cases.
  */
 @Module({
-  imports: [RegistryModule, ProfileModule, RecordsModule],
+  imports: [RegistryModule, ProfileModule, RecordsModule, AuthModule],
   controllers: [LiveChangesController, EntityController, EntityWriteController, EntityHistoryController],
   providers: [LiveChangesService, EntityInfoGuard, ProfileLoaderGuard, EntityAccessGuard, EntityChainGuard],
   exports: [LiveChangesService],

@@ -52,6 +52,7 @@ export async function serveChanges(
   let expiry: NodeJS.Timeout | undefined;
   const stream: LiveStream = {
     ctx,
+    issuedAtMs: request.tokenIssuedAtMs ?? 0,
     view,
     last: 0,
     write: (chunk) => {

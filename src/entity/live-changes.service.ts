@@ -1,5 +1,9 @@
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { JwtAuthGuard } from '../auth/jwt-auth.guard';
+import { ROLES_ENTITY_CODE } from '../auth/role-change.subscriber';
 import { CollectionEventsService } from '../cache/collection-events';
+import { AppError } from '../common/errors/app-error';
+import type { AuthUser } from '../common/request-context';
 import { InjectConfig } from '../config/inject-config.decorator';
 import type { AppConfig } from '../config/config.schema';
 import { RateLimitedError, NotFoundError } from '../common/errors/app-error';
@@ -13,12 +17,22 @@ import { LAST_MODIFIED_KEY } from '../records/concurrency-token';
 
 /** D55: a comment line this often keeps proxies from closing an idle stream. */
 export const HEARTBEAT_MS = 15_000;
+/** How often every open stream's token and user are checked again (revocation, role, deactivation). */
+export const RECHECK_MS = 5_000;
+/** After a users or roles write of a tenant, its streams are checked this soon (caches dropped first). */
+const RECHECK_AFTER_WRITE_MS = 300;
+/** The entity whose writes deactivate users or move them to another role. */
+const USERS_ENTITY_CODE = 'users';
+/** The guard's answers that end a stream; any other failure (an outage) leaves it open. */
+const ENDING_CODES = new Set<string>(['TOKEN_REVOKED', 'TOKEN_INVALID', 'TOKEN_EXPIRED']);
 /** Events read from the outbox per round trip. */
 const BATCH = 500;
 
 /** One open stream: who reads, what, and where the bytes go. */
 export interface LiveStream {
   readonly ctx: RecordContext;
+  /** Epoch ms the stream's token was issued (a user-wide revocation refuses earlier ones). */
+  readonly issuedAtMs: number;
   /** The sequence of the last event this stream has passed (sent or not). */
   last: number;
   /**
@@ -55,12 +69,14 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
   private readonly chains = new Map<string, Promise<void>>();
   private readonly perUser = new Map<string, number>();
   private heartbeat?: NodeJS.Timeout;
+  private rechecking?: NodeJS.Timeout;
   private unsubscribe: Array<() => void> = [];
 
   constructor(
     private readonly outbox: OutboxRepository,
     private readonly collectionEvents: CollectionEventsService,
     private readonly readRecord: ReadRecord,
+    private readonly auth: JwtAuthGuard,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
@@ -69,15 +85,22 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
       this.outbox.onCommitted((events) => {
         for (const t of new Set(events.map((e) => e.tenantId))) this.signal(t);
       }),
-      this.collectionEvents.subscribe((event) => this.signal(event.tenantId)),
+      this.collectionEvents.subscribe((event) => {
+        this.signal(event.tenantId);
+        if (event.entityCode === USERS_ENTITY_CODE || event.entityCode === ROLES_ENTITY_CODE)
+          this.recheckSoon(event.tenantId);
+      }),
     );
     this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
     this.heartbeat.unref();
+    this.rechecking = setInterval(() => void this.recheck(), RECHECK_MS);
+    this.rechecking.unref();
   }
 
   onApplicationShutdown(): void {
     for (const u of this.unsubscribe) u();
     if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.rechecking) clearInterval(this.rechecking);
     for (const set of this.byTenant.values()) for (const s of set) s.close();
     this.byTenant.clear();
   }
@@ -237,6 +260,45 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
     return { event: created ? 'created' : 'updated', data: JSON.stringify({ id, lastModified, row }) };
   }
 
+  private recheckSoon(tenantId: string): void {
+    if (!this.byTenant.has(tenantId)) return;
+    setTimeout(() => void this.recheck(tenantId), RECHECK_AFTER_WRITE_MS).unref();
+  }
+
+  /**
+   * D55: a stream lives only as long as its token would still be admitted. The streams (of one
+   * tenant, or all) are checked again as the guard checks a request — once per token, not per
+   * stream: a revoked token (logout, a user-wide revocation), a deactivated user or a user whose
+   * role (or the role's permissions) changed since the stream opened ends it; the client
+   * reconnects and is answered as it is now. A failed lookup (an outage) ends nothing.
+   */
+  async recheck(tenantId?: string): Promise<void> {
+    const byToken = new Map<string, LiveStream[]>();
+    for (const [tenant, set] of this.byTenant) {
+      if (tenantId !== undefined && tenant !== tenantId) continue;
+      for (const s of set) {
+        const key = `${tenant}:${s.ctx.user.jti}:${s.issuedAtMs}`;
+        const list = byToken.get(key);
+        if (list) list.push(s);
+        else byToken.set(key, [s]);
+      }
+    }
+    await Promise.all(
+      [...byToken.values()].map(async (streams) => {
+        const { ctx, issuedAtMs } = streams[0];
+        let now: AuthUser;
+        try {
+          now = await this.auth.recheck(ctx.user, issuedAtMs);
+        } catch (err) {
+          if (err instanceof AppError && ENDING_CODES.has(err.code)) for (const s of streams) s.close();
+          else this.logger.warn({ err, tenant: ctx.tenantId }, 'Live changes: a token could not be checked again');
+          return;
+        }
+        for (const s of streams) if (roleChanged(s.ctx.user, now)) s.close();
+      }),
+    );
+  }
+
   private beat(): void {
     const now = Date.now() / 1000;
     for (const set of this.byTenant.values())
@@ -245,6 +307,14 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
         else s.write(': heartbeat\n\n');
       }
   }
+}
+
+/** Whether the user's role, or what it grants, is not what the stream was opened with. */
+function roleChanged(then: AuthUser, now: AuthUser): boolean {
+  if (then.roleId !== now.roleId) return true;
+  const a = [...then.permissions].sort();
+  const b = [...now.permissions].sort();
+  return a.length !== b.length || a.some((p, i) => p !== b[i]);
 }
 
 /** Streams that see an event alike: same entity, profile and, for @user row filters, user. */
