@@ -14,6 +14,7 @@ import type { RecordContext } from '../records/record-context';
 import type { Row } from '../records/records-read.repository';
 import { ReadRecord } from '../records/use-cases/read-records';
 import { LAST_MODIFIED_KEY } from '../records/concurrency-token';
+import { LiveTelemetry } from './live-telemetry';
 
 /** D55: a comment line this often keeps proxies from closing an idle stream. */
 export const HEARTBEAT_MS = 15_000;
@@ -77,10 +78,12 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
     private readonly collectionEvents: CollectionEventsService,
     private readonly readRecord: ReadRecord,
     private readonly auth: JwtAuthGuard,
+    private readonly telemetry: LiveTelemetry,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
+    this.telemetry.openStreams = () => this.openStreams;
     this.unsubscribe.push(
       this.outbox.onCommitted((events) => {
         for (const t of new Set(events.map((e) => e.tenantId))) this.signal(t);
@@ -144,6 +147,7 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
         const first = await this.outbox.firstSequence(tenant);
         if (first === null || lastEventId < first - 1) {
           stream.write(sseEvent(cursor, 'reset', '{}'));
+          this.telemetry.sentTo('reset', 1);
           stream.last = cursor;
         } else {
           stream.last = lastEventId;
@@ -151,7 +155,7 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
             const events = await this.outbox.readAfter(tenant, stream.last, BATCH);
             const upTo = events.filter((e) => e.sequence <= cursor);
             if (upTo.length === 0) break;
-            await this.deliver(upTo, [stream]);
+            await this.deliver(upTo, [stream], false);
           }
           stream.last = cursor;
         }
@@ -213,8 +217,16 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  /** Shapes each event once per view and writes it to the streams of that view. */
-  private async deliver(events: readonly OutboxEvent[], streams: readonly LiveStream[]): Promise<void> {
+  /**
+   * Shapes each event once per view and writes it to the streams of that view. `live`: new events
+   * (their lag is measured), not a resume's replay of old ones.
+   */
+  private async deliver(
+    events: readonly OutboxEvent[],
+    streams: readonly LiveStream[],
+    live = true,
+  ): Promise<void> {
+    const sent = new Map<string, number>();
     for (const event of events) {
       const shapes = new Map<string, Shaped>();
       for (const stream of streams) {
@@ -232,7 +244,15 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
           if (!shapes.has(key)) shapes.set(key, stream.view.narrow(shaped ?? null));
           shaped = shapes.get(key);
         }
-        if (shaped) stream.write(sseEvent(event.sequence, shaped.event, shaped.data));
+        if (shaped) {
+          stream.write(sseEvent(event.sequence, shaped.event, shaped.data));
+          sent.set(shaped.event, (sent.get(shaped.event) ?? 0) + 1);
+        }
+      }
+      if (sent.size > 0) {
+        for (const [name, n] of sent) this.telemetry.sentTo(name, n);
+        sent.clear();
+        if (live) this.telemetry.delivered(event.occurredAt);
       }
     }
   }
@@ -245,7 +265,8 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
    */
   private async shape(ctx: RecordContext, event: OutboxEvent): Promise<Shaped> {
     const id = event.recordId;
-    if (event.type.endsWith('.deleted')) return { event: 'deleted', data: JSON.stringify({ id, lastModified: null, row: null }) };
+    if (event.type.endsWith('.deleted'))
+      return { event: 'deleted', data: JSON.stringify({ id, lastModified: null, row: null }) };
     let row: Row | undefined;
     try {
       row = await this.readRecord.execute(ctx, id);
@@ -254,7 +275,9 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
     }
     const created = event.type.endsWith('.created');
     if (!row) {
-      return created ? null : { event: 'deleted', data: JSON.stringify({ id, lastModified: null, row: null }) };
+      return created
+        ? null
+        : { event: 'deleted', data: JSON.stringify({ id, lastModified: null, row: null }) };
     }
     const lastModified = (row[LAST_MODIFIED_KEY] as string | null | undefined) ?? null;
     return { event: created ? 'created' : 'updated', data: JSON.stringify({ id, lastModified, row }) };
@@ -291,7 +314,11 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
           now = await this.auth.recheck(ctx.user, issuedAtMs);
         } catch (err) {
           if (err instanceof AppError && ENDING_CODES.has(err.code)) for (const s of streams) s.close();
-          else this.logger.warn({ err, tenant: ctx.tenantId }, 'Live changes: a token could not be checked again');
+          else
+            this.logger.warn(
+              { err, tenant: ctx.tenantId },
+              'Live changes: a token could not be checked again',
+            );
           return;
         }
         for (const s of streams) if (roleChanged(s.ctx.user, now)) s.close();
