@@ -337,7 +337,7 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
 }
 
 /** Whether the user's role, or what it grants, is not what the stream was opened with. */
-function roleChanged(then: AuthUser, now: AuthUser): boolean {
+export function roleChanged(then: AuthUser, now: AuthUser): boolean {
   if (then.roleId !== now.roleId) return true;
   const a = [...then.permissions].sort();
   const b = [...now.permissions].sort();
