@@ -11,9 +11,12 @@
 import createClient from 'openapi-fetch';
 import type { Client, Middleware } from 'openapi-fetch';
 import type { paths } from './schema';
+import { liveChanges, type LiveChange, type LiveChangesOptions, type LiveEvent } from './live';
 
 export type { components, paths } from './schema';
 export type { Client } from 'openapi-fetch';
+export { liveChanges, LiveChangesError, SseParser } from './live';
+export type { LiveChange, LiveChangesOptions, LiveEvent } from './live';
 
 /** The subset of the Web Storage API the client needs (window.localStorage fits). */
 export interface TokenStorage {
@@ -86,6 +89,15 @@ export interface ApiClient {
     changes: object,
     lastModified: string | null,
   ): Promise<RecordWithVersion<EntityRecord<E>>>;
+  /**
+   * The live changes of an entity (`customers`) or a dataview (`dataviews/customers_grid`) as an
+   * async iterable (D55), with this client's token and tenant header, reconnecting with
+   * `Last-Event-ID` after a dropped connection (see liveChanges).
+   */
+  changes<T = LiveChange>(
+    source: string,
+    options?: Omit<LiveChangesOptions, 'path' | 'baseUrl' | 'headers' | 'fetch'>,
+  ): AsyncGenerator<LiveEvent<T>>;
 }
 
 /** An error answer of the service (`{success: false, error: {code, message, details}, meta: {requestId}}`). */
@@ -355,6 +367,26 @@ export function createApiClient(options: ApiClientOptions = {}): ApiClient {
         }),
       );
       return withVersion<EntityRecord<E>>(dataOf(outcome), outcome.response);
+    },
+
+    changes<T = LiveChange>(
+      source: string,
+      opts: Omit<LiveChangesOptions, 'path' | 'baseUrl' | 'headers' | 'fetch'> = {},
+    ) {
+      return liveChanges<T>({
+        ...opts,
+        baseUrl,
+        fetch: fetchImpl,
+        path: `/api/v1/${source.split('/').map(encodeURIComponent).join('/')}/changes`,
+        headers: () => {
+          const headers: Record<string, string> = {};
+          const token = current.token();
+          const tenantHeader = current.tenantHeader();
+          if (token !== null) headers.authorization = `Bearer ${token}`;
+          if (tenantHeader !== null) headers['x-tenant-id'] = tenantHeader;
+          return headers;
+        },
+      });
     },
   };
 }

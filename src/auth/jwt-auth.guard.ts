@@ -42,6 +42,18 @@ function ticketClaims(ticket: TicketClaims, nowMs = Date.now()): TicketClaims {
   return ticket;
 }
 
+/** The checks on a token's state; the user with the role's current permissions. */
+function admitted(claims: AuthUser, issuedAtMs: number, { revoked, state }: TokenState): AuthUser {
+  if (revoked) throw new AppError('TOKEN_REVOKED', 'Token has been revoked');
+  if (!state.active) throw new AppError('TOKEN_INVALID', 'User is not active');
+  // D46: every token of the user issued before this instant was revoked (a password change).
+  if (state.notBefore !== null && issuedAtMs < state.notBefore) {
+    throw new AppError('TOKEN_REVOKED', 'Token has been revoked');
+  }
+  // The role claims of the token are information only: what counts is the role's current state.
+  return { ...claims, roleId: state.roleId, roles: state.roleCodes, permissions: state.permissions };
+}
+
 /**
  * Second step of every protected route (spec §5.5-5.6, D13-D14, D46), after TenantGuard: signature
  * and expiry, tenant of token = tenant of header, revocation of the token, user still active, no
@@ -88,22 +100,9 @@ export class JwtAuthGuard implements CanActivate {
     required: string | undefined,
     claims: AuthUser,
     issuedAtMs: number,
-    { revoked, state }: TokenState,
+    known: TokenState,
   ): true {
-    if (revoked) throw new AppError('TOKEN_REVOKED', 'Token has been revoked');
-    if (!state.active) throw new AppError('TOKEN_INVALID', 'User is not active');
-    // D46: every token of the user issued before this instant was revoked (a password change).
-    if (state.notBefore !== null && issuedAtMs < state.notBefore) {
-      throw new AppError('TOKEN_REVOKED', 'Token has been revoked');
-    }
-
-    // The role claims of the token are information only: what counts is the role's current state.
-    const user: AuthUser = {
-      ...claims,
-      roleId: state.roleId,
-      roles: state.roleCodes,
-      permissions: state.permissions,
-    };
+    const user = admitted(claims, issuedAtMs, known);
     if (required && !hasPermission(user.permissions, required)) {
       throw new AuthorizationError(`Permission ${required} required`);
     }
@@ -111,6 +110,15 @@ export class JwtAuthGuard implements CanActivate {
     request.tokenIssuedAtMs = issuedAtMs;
     setLogContext(request, { userId: user.userId });
     return true;
+  }
+
+  /**
+   * The user a request with these claims would be admitted as now (revocation of the token and of
+   * the user's tokens, the user still active, the role's current permissions), or the guard's
+   * error: for what outlives its request, such as a live change stream (D55).
+   */
+  async recheck(claims: AuthUser, issuedAtMs: number): Promise<AuthUser> {
+    return admitted(claims, issuedAtMs, this.heldTokenState(claims) ?? (await this.tokenState(claims)));
   }
 
   /**

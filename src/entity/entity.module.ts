@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AuthModule } from '../auth/auth.module';
 import { ProfileModule } from '../profile/profile.module';
 import { RecordsModule } from '../records/records.module';
 import { RegistryModule } from '../registry/registry.module';
@@ -6,6 +7,8 @@ import { EntityWriteController } from './entity-write.controller';
 import { EntityController } from './entity.controller';
 import { LiveChangesController } from './live-changes.controller';
 import { LiveChangesService } from './live-changes.service';
+import { LiveTelemetry } from './live-telemetry';
+import { HealthModule } from '../health/health.module';
 import { EntityHistoryController } from './entity-history.controller';
 import { EntityAccessGuard, EntityChainGuard, EntityInfoGuard, ProfileLoaderGuard } from './entity.guards';
 
@@ -15,9 +18,16 @@ import { EntityAccessGuard, EntityChainGuard, EntityInfoGuard, ProfileLoaderGuar
  * records use cases.
  */
 @Module({
-  imports: [RegistryModule, ProfileModule, RecordsModule],
+  imports: [RegistryModule, ProfileModule, RecordsModule, AuthModule, HealthModule],
   controllers: [LiveChangesController, EntityController, EntityWriteController, EntityHistoryController],
-  providers: [LiveChangesService, EntityInfoGuard, ProfileLoaderGuard, EntityAccessGuard, EntityChainGuard],
+  providers: [
+    LiveChangesService,
+    LiveTelemetry,
+    EntityInfoGuard,
+    ProfileLoaderGuard,
+    EntityAccessGuard,
+    EntityChainGuard,
+  ],
   exports: [LiveChangesService],
 })
 export class EntityModule {}

@@ -1,9 +1,9 @@
 import type { OutgoingHttpHeaders } from 'node:http';
-import { Controller, Get, Req, Res, UseGuards } from '@nestjs/common';
+import { applyDecorators, Controller, Get, Req, Res, UseGuards } from '@nestjs/common';
 import { ApiHeader, ApiOperation, ApiProduces, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AcceptsTicket, Authenticated } from '../common/decorators/context.decorators';
-import { ApiErrors } from '../common/http/api-docs';
+import { AcceptsTicket } from '../common/decorators/context.decorators';
+import { ApiErrors, ApiProtectedOrTicket } from '../common/http/api-docs';
 import type { RecordContext } from '../records/record-context';
 import { ApiEntityCodeParam } from './entity.api-docs';
 import { RecordCtx } from './entity.decorators';
@@ -52,6 +52,7 @@ export async function serveChanges(
   let expiry: NodeJS.Timeout | undefined;
   const stream: LiveStream = {
     ctx,
+    issuedAtMs: request.tokenIssuedAtMs ?? 0,
     view,
     last: 0,
     write: (chunk) => {
@@ -79,18 +80,20 @@ export async function serveChanges(
 
 /** `?ticket=` on a changes stream (D55), documented alike on both routes. */
 export const ApiTicketQuery = (): MethodDecorator & ClassDecorator =>
-  ApiQuery({
-    name: 'ticket',
-    required: false,
-    type: String,
-    description:
-      'A ticket from POST /api/v1/changes/tickets (single use, 60 s), instead of both the x-tenant-id ' +
-      'and Authorization headers (for an EventSource, which sends no headers). Used, expired or unknown: 401 TOKEN_INVALID.',
-  });
+  applyDecorators(
+    ApiProtectedOrTicket(),
+    ApiQuery({
+      name: 'ticket',
+      required: false,
+      type: String,
+      description:
+        'A ticket from POST /api/v1/changes/tickets (single use, 60 s), instead of both the x-tenant-id ' +
+        'and Authorization headers (for an EventSource, which sends no headers). Used, expired or unknown: 401 TOKEN_INVALID.',
+    }),
+  );
 
 /** D55: live changes of an entity as Server-Sent Events (no success envelope on this route). */
 @ApiTags('entities')
-@Authenticated()
 @Controller()
 export class LiveChangesController {
   constructor(private readonly live: LiveChangesService) {}

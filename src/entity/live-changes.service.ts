@@ -1,5 +1,9 @@
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { JwtAuthGuard } from '../auth/jwt-auth.guard';
+import { ROLES_ENTITY_CODE } from '../auth/role-change.subscriber';
 import { CollectionEventsService } from '../cache/collection-events';
+import { AppError } from '../common/errors/app-error';
+import type { AuthUser } from '../common/request-context';
 import { InjectConfig } from '../config/inject-config.decorator';
 import type { AppConfig } from '../config/config.schema';
 import { RateLimitedError, NotFoundError } from '../common/errors/app-error';
@@ -10,15 +14,26 @@ import type { RecordContext } from '../records/record-context';
 import type { Row } from '../records/records-read.repository';
 import { ReadRecord } from '../records/use-cases/read-records';
 import { LAST_MODIFIED_KEY } from '../records/concurrency-token';
+import { LiveTelemetry } from './live-telemetry';
 
 /** D55: a comment line this often keeps proxies from closing an idle stream. */
 export const HEARTBEAT_MS = 15_000;
+/** How often every open stream's token and user are checked again (revocation, role, deactivation). */
+export const RECHECK_MS = 5_000;
+/** After a users or roles write of a tenant, its streams are checked this soon (caches dropped first). */
+const RECHECK_AFTER_WRITE_MS = 300;
+/** The entity whose writes deactivate users or move them to another role. */
+const USERS_ENTITY_CODE = 'users';
+/** The guard's answers that end a stream; any other failure (an outage) leaves it open. */
+const ENDING_CODES = new Set<string>(['TOKEN_REVOKED', 'TOKEN_INVALID', 'TOKEN_EXPIRED']);
 /** Events read from the outbox per round trip. */
 const BATCH = 500;
 
 /** One open stream: who reads, what, and where the bytes go. */
 export interface LiveStream {
   readonly ctx: RecordContext;
+  /** Epoch ms the stream's token was issued (a user-wide revocation refuses earlier ones). */
+  readonly issuedAtMs: number;
   /** The sequence of the last event this stream has passed (sent or not). */
   last: number;
   /**
@@ -55,29 +70,40 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
   private readonly chains = new Map<string, Promise<void>>();
   private readonly perUser = new Map<string, number>();
   private heartbeat?: NodeJS.Timeout;
+  private rechecking?: NodeJS.Timeout;
   private unsubscribe: Array<() => void> = [];
 
   constructor(
     private readonly outbox: OutboxRepository,
     private readonly collectionEvents: CollectionEventsService,
     private readonly readRecord: ReadRecord,
+    private readonly auth: JwtAuthGuard,
+    private readonly telemetry: LiveTelemetry,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
+    this.telemetry.openStreams = () => this.openStreams;
     this.unsubscribe.push(
       this.outbox.onCommitted((events) => {
         for (const t of new Set(events.map((e) => e.tenantId))) this.signal(t);
       }),
-      this.collectionEvents.subscribe((event) => this.signal(event.tenantId)),
+      this.collectionEvents.subscribe((event) => {
+        this.signal(event.tenantId);
+        if (event.entityCode === USERS_ENTITY_CODE || event.entityCode === ROLES_ENTITY_CODE)
+          this.recheckSoon(event.tenantId);
+      }),
     );
     this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
     this.heartbeat.unref();
+    this.rechecking = setInterval(() => void this.recheck(), RECHECK_MS);
+    this.rechecking.unref();
   }
 
   onApplicationShutdown(): void {
     for (const u of this.unsubscribe) u();
     if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.rechecking) clearInterval(this.rechecking);
     for (const set of this.byTenant.values()) for (const s of set) s.close();
     this.byTenant.clear();
   }
@@ -121,6 +147,7 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
         const first = await this.outbox.firstSequence(tenant);
         if (first === null || lastEventId < first - 1) {
           stream.write(sseEvent(cursor, 'reset', '{}'));
+          this.telemetry.sentTo('reset', 1);
           stream.last = cursor;
         } else {
           stream.last = lastEventId;
@@ -128,7 +155,7 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
             const events = await this.outbox.readAfter(tenant, stream.last, BATCH);
             const upTo = events.filter((e) => e.sequence <= cursor);
             if (upTo.length === 0) break;
-            await this.deliver(upTo, [stream]);
+            await this.deliver(upTo, [stream], false);
           }
           stream.last = cursor;
         }
@@ -190,8 +217,16 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  /** Shapes each event once per view and writes it to the streams of that view. */
-  private async deliver(events: readonly OutboxEvent[], streams: readonly LiveStream[]): Promise<void> {
+  /**
+   * Shapes each event once per view and writes it to the streams of that view. `live`: new events
+   * (their lag is measured), not a resume's replay of old ones.
+   */
+  private async deliver(
+    events: readonly OutboxEvent[],
+    streams: readonly LiveStream[],
+    live = true,
+  ): Promise<void> {
+    const sent = new Map<string, number>();
     for (const event of events) {
       const shapes = new Map<string, Shaped>();
       for (const stream of streams) {
@@ -209,7 +244,15 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
           if (!shapes.has(key)) shapes.set(key, stream.view.narrow(shaped ?? null));
           shaped = shapes.get(key);
         }
-        if (shaped) stream.write(sseEvent(event.sequence, shaped.event, shaped.data));
+        if (shaped) {
+          stream.write(sseEvent(event.sequence, shaped.event, shaped.data));
+          sent.set(shaped.event, (sent.get(shaped.event) ?? 0) + 1);
+        }
+      }
+      if (sent.size > 0) {
+        for (const [name, n] of sent) this.telemetry.sentTo(name, n);
+        sent.clear();
+        if (live) this.telemetry.delivered(event.occurredAt);
       }
     }
   }
@@ -222,7 +265,8 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
    */
   private async shape(ctx: RecordContext, event: OutboxEvent): Promise<Shaped> {
     const id = event.recordId;
-    if (event.type.endsWith('.deleted')) return { event: 'deleted', data: JSON.stringify({ id, lastModified: null, row: null }) };
+    if (event.type.endsWith('.deleted'))
+      return { event: 'deleted', data: JSON.stringify({ id, lastModified: null, row: null }) };
     let row: Row | undefined;
     try {
       row = await this.readRecord.execute(ctx, id);
@@ -231,10 +275,55 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
     }
     const created = event.type.endsWith('.created');
     if (!row) {
-      return created ? null : { event: 'deleted', data: JSON.stringify({ id, lastModified: null, row: null }) };
+      return created
+        ? null
+        : { event: 'deleted', data: JSON.stringify({ id, lastModified: null, row: null }) };
     }
     const lastModified = (row[LAST_MODIFIED_KEY] as string | null | undefined) ?? null;
     return { event: created ? 'created' : 'updated', data: JSON.stringify({ id, lastModified, row }) };
+  }
+
+  private recheckSoon(tenantId: string): void {
+    if (!this.byTenant.has(tenantId)) return;
+    setTimeout(() => void this.recheck(tenantId), RECHECK_AFTER_WRITE_MS).unref();
+  }
+
+  /**
+   * D55: a stream lives only as long as its token would still be admitted. The streams (of one
+   * tenant, or all) are checked again as the guard checks a request — once per token, not per
+   * stream: a revoked token (logout, a user-wide revocation), a deactivated user or a user whose
+   * role (or the role's permissions) changed since the stream opened ends it; the client
+   * reconnects and is answered as it is now. A failed lookup (an outage) ends nothing.
+   */
+  async recheck(tenantId?: string): Promise<void> {
+    const byToken = new Map<string, LiveStream[]>();
+    for (const [tenant, set] of this.byTenant) {
+      if (tenantId !== undefined && tenant !== tenantId) continue;
+      for (const s of set) {
+        const key = `${tenant}:${s.ctx.user.jti}:${s.issuedAtMs}`;
+        const list = byToken.get(key);
+        if (list) list.push(s);
+        else byToken.set(key, [s]);
+      }
+    }
+    await Promise.all(
+      [...byToken.values()].map(async (streams) => {
+        const { ctx, issuedAtMs } = streams[0];
+        let now: AuthUser;
+        try {
+          now = await this.auth.recheck(ctx.user, issuedAtMs);
+        } catch (err) {
+          if (err instanceof AppError && ENDING_CODES.has(err.code)) for (const s of streams) s.close();
+          else
+            this.logger.warn(
+              { err, tenant: ctx.tenantId },
+              'Live changes: a token could not be checked again',
+            );
+          return;
+        }
+        for (const s of streams) if (roleChanged(s.ctx.user, now)) s.close();
+      }),
+    );
   }
 
   private beat(): void {
@@ -245,6 +334,14 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
         else s.write(': heartbeat\n\n');
       }
   }
+}
+
+/** Whether the user's role, or what it grants, is not what the stream was opened with. */
+export function roleChanged(then: AuthUser, now: AuthUser): boolean {
+  if (then.roleId !== now.roleId) return true;
+  const a = [...then.permissions].sort();
+  const b = [...now.permissions].sort();
+  return a.length !== b.length || a.some((p, i) => p !== b[i]);
 }
 
 /** Streams that see an event alike: same entity, profile and, for @user row filters, user. */

@@ -8,6 +8,7 @@ import {
   RATE_LIMIT_REMAINING_HEADER,
   REQUEST_ID_HEADER,
   TENANT_HEADER_SCHEME,
+  TICKET_SCHEME,
 } from '../common/http/api-docs';
 import { codeForStatus, ErrorCode } from '../common/errors/error-codes';
 import { withoutPrefilledExamples } from './parameter-examples';
@@ -71,6 +72,16 @@ export function documentConfig(): Omit<OpenAPIObject, 'paths'> {
           'Encrypted tenant header (spec §2.11): `npm run tenant-header -- <tenant id>`, or added by the tenant proxy',
       },
       TENANT_HEADER_SCHEME,
+    )
+    .addApiKey(
+      {
+        type: 'apiKey',
+        in: 'query',
+        name: 'ticket',
+        description:
+          'A single-use ticket of POST /api/v1/changes/tickets (60 s), accepted by the changes streams instead of both other schemes (D55)',
+      },
+      TICKET_SCHEME,
     )
     .build();
 }

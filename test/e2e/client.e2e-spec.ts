@@ -2,14 +2,19 @@ import type { AddressInfo } from 'node:net';
 import {
   ApiError,
   createApiClient,
+  liveChanges,
+  LiveChangesError,
+  type LiveChange,
+  type LiveEvent,
   memoryStorage,
   STORAGE_KEYS,
   unwrap,
   type ApiClient,
   type TokenStorage,
 } from '../../client/src';
+import { LiveChangesService } from '../../src/entity/live-changes.service';
 import { DEMO_PASSWORD, TENANT, tenantHeader } from '../support/auth';
-import { startTestApp, TestApp } from '../support/test-app';
+import { startTestApp, TestApp, waitFor } from '../support/test-app';
 
 /** The ApiError a call rejects with (fails the test when it resolves or rejects otherwise). */
 async function caught(call: Promise<unknown>): Promise<ApiError> {
@@ -176,6 +181,79 @@ describe('typed client (client/) against the service', () => {
     expect(res.status).toBe(401);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('TOKEN_REVOKED');
   });
+
+  it('follows live changes over a fetch stream, and reconnects with Last-Event-ID after a dropped connection', async () => {
+    const { client } = newClient();
+    await client.signIn('admin@acme.test', DEMO_PASSWORD);
+    // A fetch whose connections the test can cut, as a network failure would.
+    const connections: Array<{ lastEventId: string | null; cut: AbortController }> = [];
+    const cuttingFetch: typeof fetch = (input, init) => {
+      const cut = new AbortController();
+      const signals = [cut.signal, ...(init?.signal ? [init.signal] : [])];
+      const headers = new Headers(init?.headers);
+      connections.push({ lastEventId: headers.get('last-event-id'), cut });
+      return fetch(input, { ...init, signal: AbortSignal.any(signals) });
+    };
+    const stop = new AbortController();
+    const events: Array<LiveEvent<LiveChange>> = [];
+    const reconnects: Array<[number, string | undefined]> = [];
+    const done = (async () => {
+      for await (const e of liveChanges<LiveChange>({
+        baseUrl,
+        path: '/api/v1/customers/changes',
+        headers: () => ({ authorization: `Bearer ${client.token}`, 'x-tenant-id': tenantHeader(TENANT.acme) }),
+        fetch: cuttingFetch,
+        signal: stop.signal,
+        initialDelayMs: 50,
+        onReconnect: (attempt, _delay, last) => reconnects.push([attempt, last]),
+      }))
+        events.push(e);
+    })();
+    const live = t.app.get(LiveChangesService);
+    await waitFor(async () => connections.length === 1 && live.openStreams === 1, 10_000);
+    const create = async (name: string) => {
+      const res = await client.api.POST('/api/v1/{entity_code}', {
+        params: { path: { entity_code: 'customers' } },
+        body: { name, email: `${name.replace(/\W/g, '')}-${Date.now()}@client.example` } as never,
+      });
+      expect(res.response.status).toBe(201);
+      return (res.data as { data: { id: number } }).data;
+    };
+    const first = await create('Client live 1');
+    await waitFor(async () => events.some((e) => e.data.id === first.id), 10_000);
+    const lastSeen = events[events.length - 1].id;
+
+    // Cut the connection; a write lands while it is down.
+    connections[0].cut.abort();
+    const second = await create('Client live 2');
+    await waitFor(async () => events.some((e) => e.data.id === second.id), 10_000);
+    expect(connections.length).toBe(2);
+    expect(connections[1].lastEventId).toBe(lastSeen);
+    expect(reconnects[0]).toEqual([1, lastSeen]);
+    // Nothing twice, nothing skipped.
+    expect(events.filter((e) => e.data.id === first.id)).toHaveLength(1);
+    expect(events.filter((e) => e.data.id === second.id)).toHaveLength(1);
+    const received = events.find((e) => e.data.id === second.id)!;
+    expect(received.event).toBe('created');
+    expect(received.data.row).toMatchObject({ id: second.id, name: 'Client live 2' });
+    stop.abort();
+    await done;
+
+    // Through the client: its own token and header; a refusal (401) is thrown, not retried.
+    await waitFor(async () => live.openStreams === 0, 10_000);
+    const again = client.changes('customers', { initialDelayMs: 50 });
+    const next = again.next();
+    await waitFor(async () => live.openStreams === 1, 10_000);
+    const created = await create('Client live 3');
+    let seen = await next;
+    for (let i = 0; i < 20 && !seen.done && seen.value.data.id !== created.id; i++) seen = await again.next();
+    expect(seen.value).toMatchObject({ event: 'created', data: { id: created.id } });
+    await again.return(undefined);
+    const anonymous = liveChanges({ baseUrl, path: '/api/v1/customers/changes', maxRetries: 0 });
+    const refused = await anonymous.next().catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(LiveChangesError);
+    expect((refused as LiveChangesError).status).toBe(400);
+  }, 60_000);
 });
 
 /** A storage holding the same items (another tab of the same browser). */

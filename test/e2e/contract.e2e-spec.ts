@@ -198,6 +198,8 @@ describe('OpenAPI contract: every operation, every documented status', () => {
     expect((await send(main, 'GET', '/api/v1/dataviews/orders_grid/data?pageSize=2', admin)).status).toBe(
       200,
     );
+    // D55: a change-stream ticket (the streams themselves are UNREACHABLE here, see contract-walk).
+    expect((await send(main, 'POST', '/api/v1/changes/tickets', admin)).status).toBe(201);
     const exported = await send(main, 'POST', '/api/v1/dataviews/customers_grid/export', admin, {
       format: 'csv',
     });

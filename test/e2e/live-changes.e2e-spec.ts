@@ -112,6 +112,22 @@ describe('live changes (D55)', () => {
     expect(acme.data()[1].row.name).toBe('Live renamed');
     expect(acme.data()[2]).toMatchObject({ id: created.id, row: null, lastModified: null });
     expect(acme.data()[2].seq).toBeGreaterThan(acme.data()[1].seq);
+
+    // Metrics: the open streams, the events each stream was sent, the lag of each live event.
+    const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    const value = (re: RegExp): number => Number(re.exec(metrics)?.[1] ?? NaN);
+    expect(value(/^live_streams_open (\d+)$/m)).toBeGreaterThanOrEqual(2);
+    expect(value(/^live_events_sent_total\{event="created"\} (\d+)$/m)).toBeGreaterThanOrEqual(2);
+    expect(value(/^live_events_sent_total\{event="updated"\} (\d+)$/m)).toBeGreaterThanOrEqual(1);
+    expect(value(/^live_events_sent_total\{event="deleted"\} (\d+)$/m)).toBeGreaterThanOrEqual(1);
+    expect(value(/^live_event_lag_seconds_count (\d+)$/m)).toBeGreaterThanOrEqual(4);
+    expect(value(/^live_event_lag_seconds_sum ([\d.e-]+)$/m)).toBeLessThan(60);
+    acme.close();
+    globex.close();
+    await waitFor(async () => {
+      const after = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+      return /^live_streams_open 0$/m.test(after);
+    }, 5_000);
   });
 
   it('should never send a row outside the row filter, and send one leaving it as deleted', async () => {

@@ -13,6 +13,8 @@ import { ERROR_STATUS, ErrorCode } from '../errors/error-codes';
 /** Names of the OpenAPI security schemes declared in src/openapi/openapi.setup.ts. */
 export const TENANT_HEADER_SCHEME = 'tenant';
 export const BEARER_SCHEME = 'bearer';
+/** A change-stream ticket in the query (D55), instead of both of the others. */
+export const TICKET_SCHEME = 'ticket';
 
 /**
  * Swagger security of a protected route: ONE requirement holding both schemes (the tenant header
@@ -20,6 +22,16 @@ export const BEARER_SCHEME = 'bearer';
  */
 export const ApiProtected = (): MethodDecorator & ClassDecorator =>
   ApiSecurity({ [BEARER_SCHEME]: [], [TENANT_HEADER_SCHEME]: [] });
+
+/**
+ * Swagger security of a route that also accepts `?ticket=` (D55): the tenant header and the token
+ * together, or the ticket alone.
+ */
+export const ApiProtectedOrTicket = (): MethodDecorator & ClassDecorator =>
+  applyDecorators(
+    ApiSecurity({ [BEARER_SCHEME]: [], [TENANT_HEADER_SCHEME]: [] }),
+    ApiSecurity(TICKET_SCHEME),
+  );
 
 /** Swagger security of a public route that still needs the tenant header (sign-in, sign-up…). */
 export const ApiTenantOnly = (): MethodDecorator & ClassDecorator => ApiSecurity(TENANT_HEADER_SCHEME);

@@ -188,7 +188,9 @@ export class OpenApiContract {
       const has = (scheme: string): boolean =>
         scheme === 'bearer'
           ? /^Bearer\s+\S/i.test(first(ex.requestHeaders.authorization) ?? '')
-          : first(ex.requestHeaders['x-tenant-id']) !== undefined;
+          : scheme === 'ticket'
+            ? /(^|&)ticket=[^&]/.test(query)
+            : first(ex.requestHeaders['x-tenant-id']) !== undefined;
       const met = security.some((req) => Object.keys(req).every(has));
       if (!met) add('request', `accepted without the documented security ${JSON.stringify(security)}`);
     }
