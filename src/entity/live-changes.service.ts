@@ -1,4 +1,5 @@
-import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { ReadinessService } from '../health/readiness.service';
 import { JwtAuthGuard } from '../auth/jwt-auth.guard';
 import { ROLES_ENTITY_CODE } from '../auth/role-change.subscriber';
 import { CollectionEventsService } from '../cache/collection-events';
@@ -62,7 +63,7 @@ export function sseEvent(id: number, event: string, data: string): string {
  * view. An idle stream holds no database connection: nothing is read until an event is signalled.
  */
 @Injectable()
-export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
+export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(LiveChangesService.name);
   private readonly byTenant = new Map<string, Set<LiveStream>>();
   /** Per tenant: the last sequence read from the outbox, and the chain its reads run on. */
@@ -80,9 +81,11 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
     private readonly auth: JwtAuthGuard,
     private readonly telemetry: LiveTelemetry,
     @InjectConfig() private readonly config: AppConfig,
+    private readonly readiness: ReadinessService,
   ) {}
 
   onModuleInit(): void {
+    this.readiness.onShuttingDown(() => this.closeAll());
     this.telemetry.openStreams = () => this.openStreams;
     this.unsubscribe.push(
       this.outbox.onCommitted((events) => {
@@ -100,8 +103,18 @@ export class LiveChangesService implements OnModuleInit, OnApplicationShutdown {
     this.rechecking.unref();
   }
 
-  onApplicationShutdown(): void {
+  /**
+   * Streams end when the shutdown begins (before the HTTP drain, which would wait for them as
+   * answers under way) and, at the latest, when the modules close — before the HTTP server does,
+   * which waits for its open connections. Clients reconnect elsewhere with Last-Event-ID.
+   */
+  onModuleDestroy(): void {
+    this.closeAll();
+  }
+
+  private closeAll(): void {
     for (const u of this.unsubscribe) u();
+    this.unsubscribe.length = 0;
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.rechecking) clearInterval(this.rechecking);
     for (const set of this.byTenant.values()) for (const s of set) s.close();

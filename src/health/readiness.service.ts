@@ -39,8 +39,20 @@ export class ReadinessService {
 
   /** During graceful shutdown /readyz turns 503 so load balancers drain the instance. */
   markShuttingDown(): void {
-    if (!this.shuttingDown) this.changes++;
+    if (this.shuttingDown) return;
+    this.changes++;
     this.shuttingDown = true;
+    for (const listener of this.shutdownListeners) listener();
+  }
+
+  private readonly shutdownListeners: Array<() => void> = [];
+
+  /**
+   * Runs `listener` when the shutdown begins, before the HTTP drain: for what holds a connection
+   * open without end (a live change stream), which the drain would otherwise wait for.
+   */
+  onShuttingDown(listener: () => void): void {
+    this.shutdownListeners.push(listener);
   }
 
   get isShuttingDown(): boolean {

@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { DatabaseService } from '../../src/database/database.service';
 import { LiveChangesService } from '../../src/entity/live-changes.service';
+import { ReadinessService } from '../../src/health/readiness.service';
 import { DEMO_PROFILES } from '../../src/database/seed/demo-data';
 import { authHeaders, signin, TENANT } from '../support/auth';
 import { copyEntityConfig } from '../support/entity-fixtures';
@@ -25,7 +26,11 @@ describe('live changes (D55)', () => {
     ...extra,
   });
 
-  const open = async (path: string, who: 'admin' | 'viewer' | 'globex', extra: Record<string, string> = {}) => {
+  const open = async (
+    path: string,
+    who: 'admin' | 'viewer' | 'globex',
+    extra: Record<string, string> = {},
+  ) => {
     const s = await new Stream().open(`${base}${path}`, headersOf(who, extra));
     streams.push(s);
     return s;
@@ -104,7 +109,9 @@ describe('live changes (D55)', () => {
     const removed = await call('DELETE', `/api/v1/customers/${created.id}`, 'admin');
     expect(removed.statusCode).toBeLessThan(300);
     await waitFor(async () => acme.data().length >= 3, 10_000);
-    expect(acme.data().map((e): unknown[] => [e.event, e.id === created.id || e.row?.id === created.id])).toEqual([
+    expect(
+      acme.data().map((e): unknown[] => [e.event, e.id === created.id || e.row?.id === created.id]),
+    ).toEqual([
       ['created', true],
       ['updated', true],
       ['deleted', true],
@@ -181,7 +188,11 @@ describe('live changes (D55)', () => {
     );
 
     const orders = await open('/api/v1/dataviews/orders_grid/changes', 'admin');
-    const list = await t.app.inject({ method: 'GET', url: '/api/v1/orders?limit=1&sortBy=id', headers: headersOf('admin') });
+    const list = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/orders?limit=1&sortBy=id',
+      headers: headersOf('admin'),
+    });
     const order = (list.json().data as Rec).records[0] as Rec;
     const cancelled = await call('PUT', `/api/v1/orders/${order.id}`, 'admin', {
       status: 'cancelled',
@@ -205,7 +216,9 @@ describe('live changes (D55)', () => {
     const anon = await fetch(`${base}/api/v1/customers/changes`, { headers: authHeaders(TENANT.acme, '') });
     expect(anon.status).toBe(401);
     expect(((await anon.json()) as Rec).error.code).toBeDefined();
-    const open6 = await Promise.all([1, 2, 3, 4, 5, 6].map(() => open('/api/v1/customers/changes', 'viewer')));
+    const open6 = await Promise.all(
+      [1, 2, 3, 4, 5, 6].map(() => open('/api/v1/customers/changes', 'viewer')),
+    );
     expect(open6.map((s) => s.status)).toEqual([200, 200, 200, 200, 200, 200]);
     const seventh = await open('/api/v1/customers/changes', 'viewer');
     expect(seventh.status).toBe(429);
@@ -213,5 +226,41 @@ describe('live changes (D55)', () => {
     open6[0].close();
     await waitFor(async () => t.app.get(LiveChangesService).openStreams <= 5, 5_000);
     expect((await open('/api/v1/customers/changes', 'viewer')).status).toBe(200);
+  });
+  it('should end open streams when the service shuts down, so neither the drain nor the close waits for them', async () => {
+    const other = await startTestApp({ label: 'live-changes-close' });
+    await other.app.listen(0, '127.0.0.1');
+    const port = (other.app.getHttpServer().address() as { port: number }).port;
+    const admin = (await signin(other.app, TENANT.acme, 'admin@acme.test')).token;
+    const stream = await new Stream().open(
+      `http://127.0.0.1:${port}/api/v1/customers/changes`,
+      authHeaders(TENANT.acme, admin),
+    );
+    streams.push(stream);
+    expect(stream.status).toBe(200);
+    // The signal's first step (SIGTERM / SIGINT): the streams end before the HTTP drain begins.
+    other.app.get(ReadinessService).markShuttingDown();
+    await waitFor(async () => stream.ended, 5_000);
+    expect(other.app.get(LiveChangesService).openStreams).toBe(0);
+    const started = Date.now();
+    await other.close();
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('should end open streams when the application closes without a signal (tests, embedding)', async () => {
+    const other = await startTestApp({ label: 'live-changes-close2' });
+    await other.app.listen(0, '127.0.0.1');
+    const port = (other.app.getHttpServer().address() as { port: number }).port;
+    const admin = (await signin(other.app, TENANT.acme, 'admin@acme.test')).token;
+    const stream = await new Stream().open(
+      `http://127.0.0.1:${port}/api/v1/customers/changes`,
+      authHeaders(TENANT.acme, admin),
+    );
+    streams.push(stream);
+    expect(stream.status).toBe(200);
+    const started = Date.now();
+    await other.close();
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await waitFor(async () => stream.ended, 5_000);
   });
 });
