@@ -211,7 +211,11 @@ export class RecordsWriteRepository {
   async withinSavepoint<T>(tx: WriteTx, name: string, work: () => Promise<T>): Promise<T> {
     const runners = tx.spansTwoDatabases ? [tx.data, tx.config] : [tx.data];
     const sql = runners.map((qr) => savepointSql(dialectOf(qr.connection.driver.options.type), name));
-    for (const [i, qr] of runners.entries()) await qr.query(sql[i].set);
+    for (const [i, qr] of runners.entries()) {
+      const release = this.deferredReleases.get(qr);
+      this.deferredReleases.delete(qr);
+      await qr.query(release ? `${release}; ${sql[i].set}` : sql[i].set);
+    }
     // D54: the events the work adds are undone with it.
     const eventsBefore = tx.events.length;
     let result: T;
@@ -228,10 +232,20 @@ export class RecordsWriteRepository {
     }
     for (const [i, qr] of runners.entries()) {
       const release = sql[i].release;
-      if (release) await qr.query(release);
+      if (!release) continue;
+      if (dialectOf(qr.connection.driver.options.type) === 'postgres') this.deferredReleases.set(qr, release);
+      else await qr.query(release);
     }
     return result;
   }
+
+  /**
+   * PostgreSQL: a succeeded savepoint's RELEASE, sent with the runner's next SAVEPOINT as one
+   * simple-protocol query (one round trip where a bulk write's row took two; issue 29). One left
+   * at the end of the transaction is released by its COMMIT. The other drivers take one statement
+   * per query. Runners are per transaction, so an entry never outlives its transaction.
+   */
+  private readonly deferredReleases = new WeakMap<QueryRunner, string>();
 
   /**
    * Holds the unique-value locks `names` until the transaction ends (see value-lock.ts). Names are
