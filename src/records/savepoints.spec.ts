@@ -18,9 +18,31 @@ describe('withinSavepoint (a bulk write row, D51)', () => {
   const repository = new RecordsWriteRepository(null as never, null as never, null as never, null as never);
 
   it('should release the savepoint of a row that succeeds', async () => {
-    const qr = runner('postgres');
+    const qr = runner('mysql');
     await expect(repository.withinSavepoint(new WriteTx(qr, qr), 'bulk_row', async () => 7)).resolves.toBe(7);
     expect(qr.log).toEqual(['SAVEPOINT bulk_row', 'RELEASE SAVEPOINT bulk_row']);
+  });
+
+  it("should send a succeeded row's RELEASE with the next row's SAVEPOINT on PostgreSQL (one round trip)", async () => {
+    const qr = runner('postgres');
+    const tx = new WriteTx(qr, qr);
+    await repository.withinSavepoint(tx, 'bulk_row', async () => 1);
+    await expect(
+      repository.withinSavepoint(tx, 'bulk_row', () => Promise.reject(new Error('row 2 failed'))),
+    ).rejects.toThrow('row 2 failed');
+    await repository.withinSavepoint(tx, 'bulk_row', async () => 3);
+    await repository.withinSavepoint(tx, 'bulk_row', async () => 4);
+    expect(qr.log).toEqual([
+      'SAVEPOINT bulk_row',
+      'RELEASE SAVEPOINT bulk_row; SAVEPOINT bulk_row',
+      'ROLLBACK TO SAVEPOINT bulk_row',
+      'SAVEPOINT bulk_row',
+      'RELEASE SAVEPOINT bulk_row; SAVEPOINT bulk_row',
+    ]);
+    // The last row's savepoint is left to the COMMIT; another transaction's runner starts clean.
+    const next = runner('postgres');
+    await repository.withinSavepoint(new WriteTx(next, next), 'bulk_row', async () => 1);
+    expect(next.log).toEqual(['SAVEPOINT bulk_row']);
   });
 
   it('should undo a failing row alone and throw its error on', async () => {
