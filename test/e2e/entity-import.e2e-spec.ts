@@ -304,13 +304,12 @@ describe('Imports (D53)', () => {
     expect((await status(999999)).statusCode).toBe(404);
   });
 
-  it('should not run a writing import again once it was claimed before (no row written twice)', async () => {
+  it('should skip the batches a claim before committed when the job runs again (no row written twice)', async () => {
     const p = unique('resume');
-    const first = await imported(
-      `name,email,tier\n${p},imp-${serial}@acme.example,silver\n`,
-      '?onError=skip',
-    );
-    expect(first).toMatchObject({ status: 'COMPLETED', created: 1 });
+    const rows = Array.from({ length: 3 }, (_, i) => `${p} ${i},imp-${serial}-${i}@acme.example,silver`);
+    const bad = `${p} bad,not-an-email,silver`;
+    const first = await imported(`name,email,tier\n${[...rows, bad].join('\n')}\n`, '?onError=skip');
+    expect(first).toMatchObject({ status: 'COMPLETED', created: 3, failed: 1 });
     // As if its worker had died after committing: the job is claimable again, its first start kept.
     await ds
       .createQueryBuilder()
@@ -326,8 +325,18 @@ describe('Imports (D53)', () => {
       .where('job_id = :id', { id: first.importId as number })
       .execute();
     const again = await finished(first.importId as number);
-    expect(again).toMatchObject({ status: 'FAILED', error: { code: 'CONFLICT' } });
-    expect(await customersNamed(p)).toHaveLength(1);
+    // The batch's record stands for it: the same counts, errors and error file, nothing written again.
+    expect(again).toMatchObject({ status: 'COMPLETED', created: 3, failed: 1, errors: first.errors });
+    expect(again.errorFileUrl).toEqual(expect.any(String));
+    expect(await customersNamed(p)).toHaveLength(3);
+    // The record is its tenant's (the tenant-owned table list holds it).
+    const records = await ds
+      .createQueryBuilder()
+      .select('b.imb_tenant_id', 'tenant')
+      .from('app_import_batches', 'b')
+      .where('b.imb_job_id = :id', { id: first.importId as number })
+      .getRawMany<{ tenant: unknown }>();
+    expect(records.map((r) => Number(r.tenant))).toEqual([1]);
   });
 
   describe('multipart/form-data (a real multipart body over a socket)', () => {

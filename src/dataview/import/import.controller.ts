@@ -30,7 +30,8 @@ import { Inject } from '@nestjs/common';
 import { EXPORT_STORE, type ExportStore } from '../download/export-store';
 import { jobIdOf } from '../export/export-job-view';
 import { FileCheck, type ImportFormat } from './import-file';
-import { IMPORT_FEATURES, IMPORT_JOB_KIND, type ImportJobInput, upsertKey } from './import-job';
+import { IMPORT_FEATURES, IMPORT_JOB_KIND, type ImportJobInput } from './import-input';
+import { upsertKey } from './import-rows';
 import { importJobView, type ImportJobView } from './import-job-view';
 import { IMPORT_JOB_ANSWER_SCHEMA } from './import.api-docs';
 

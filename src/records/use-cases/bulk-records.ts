@@ -38,6 +38,12 @@ export interface BulkInput {
   allOrNone: boolean;
   /** Every row runs as a write would, then the transaction is rolled back (an import's dry run, D53). */
   dryRun?: boolean;
+  /**
+   * Runs in the transaction after the rows, when it is about to commit (not on a dry run or an
+   * all-or-none rollback), with every row's outcome: an import's idempotency record of the batch
+   * (D53) commits with its rows. Its bookkeeping belongs on `tx.config`; throwing rolls all back.
+   */
+  beforeCommit?: (tx: WriteTx, rows: BulkRowOutcome[]) => Promise<void>;
 }
 
 /** A row's outcome: the record as the single route answers it, or the domain error it met. */
@@ -144,6 +150,7 @@ export class BulkRecords {
           }
         }
         if (input.dryRun || (input.allOrNone && outcomes.some((o) => !o.ok))) throw new RolledBack(outcomes);
+        await input.beforeCommit?.(tx, outcomes);
       });
     } catch (err) {
       if (err instanceof RolledBack) return summary(input.operation, false, err.rows);
