@@ -159,6 +159,44 @@ describe('Imports (D53)', () => {
     expect(other.statusCode).toBe(404);
   });
 
+  it('should check uniqueness against the table and inside the file, as a single create does', async () => {
+    const p = unique('uniq');
+    const taken = `imp-${serial}-taken@acme.example`;
+    const made = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/customers',
+      headers: headers('acmeAdmin'),
+      payload: { name: `${p} first`, email: taken, tier: 'silver' },
+    });
+    expect(made.statusCode).toBe(201);
+    // What a single create answers for each value the file holds.
+    const single = async (email: string) =>
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: '/api/v1/customers',
+          headers: headers('acmeAdmin'),
+          payload: { name: `${p} probe`, email, tier: 'silver' },
+        })
+      ).statusCode;
+    const upper = taken.toUpperCase();
+    const expectedUpper = await single(upper);
+    if (expectedUpper === 201) await ds.query(`DELETE FROM demo_customers WHERE cus_name = '${p} probe'`);
+    const fresh = `imp-${serial}-fresh@acme.example`;
+    const csv = `name,email,tier\n${p} A,${taken},silver\n${p} B,${upper},silver\n${p} C,${fresh},silver\n${p} D,${fresh},silver\n`;
+    const job = await imported(csv, '?onError=skip');
+    const failedRows = (job.errors as Array<{ row: number; field: string }>).map((e) => [e.row, e.field]);
+    expect(failedRows).toEqual([
+      [2, 'email'],
+      ...(expectedUpper === 201 ? [] : [[3, 'email']]),
+      [5, 'email'],
+    ]);
+    expect(job).toMatchObject({ status: 'COMPLETED', created: expectedUpper === 201 ? 2 : 1 });
+    expect((await customersNamed(`${p} `)).map((r) => r.name)).toEqual(
+      [`${p} C`, ...(expectedUpper === 201 ? [`${p} B`] : []), `${p} first`].sort(),
+    );
+  });
+
   it('should follow an explicit mapping, undo the export formula prefix and ignore unknown columns', async () => {
     const p = unique('map');
     const csv = `Customer,Mail,Tier,Notes\n'=${p} SUM(A1),imp-${serial}@acme.example,silver,whatever\n`;

@@ -12,7 +12,8 @@ import { isRecordId } from '../values';
 import { CreateRecord } from './create-record';
 import { DeleteRecord } from './delete-record';
 import { UpdateRecord } from './update-record';
-import { RecordWriteSupport } from './write-support';
+import { RecordWriteSupport, type UniqueValues } from './write-support';
+import type { AcceptedValue } from '../validation';
 
 export type BulkOperation = 'create' | 'update' | 'delete';
 
@@ -128,6 +129,10 @@ export class BulkRecords {
     const done: Done[] = [];
     try {
       await s.withTransaction(ctx, async (tx) => {
+        // The unique values of the creates, locked and checked against the table once for all rows.
+        const creates = steps.flatMap((st) => (st instanceof AppError || !st.values ? [] : [st.values]));
+        const known =
+          creates.length > 1 ? await s.preloadUniqueValues(tx, ctx.entity, ctx.tenantId, creates) : undefined;
         for (const [index, step] of steps.entries()) {
           const id = input.rows[index].id ?? null;
           const rowId = id !== null && Number.isFinite(id) ? id : null;
@@ -136,7 +141,7 @@ export class BulkRecords {
             continue;
           }
           try {
-            const result = await s.repository.withinSavepoint(tx, 'bulk_row', () => step(tx));
+            const result = await s.repository.withinSavepoint(tx, 'bulk_row', () => step(tx, known));
             outcomes[index] = { index, id: result.done.id, ok: true, ...result.answer };
             done.push(result.done);
           } catch (err) {
@@ -173,8 +178,8 @@ export class BulkRecords {
   private async prepareAll(
     ctx: RecordContext,
     input: BulkInput,
-  ): Promise<Array<AppError | ((tx: WriteTx) => Promise<{ done: Done; answer: Answer }>)>> {
-    const out: Array<AppError | ((tx: WriteTx) => Promise<{ done: Done; answer: Answer }>)> = [];
+  ): Promise<Array<AppError | Step>> {
+    const out: Array<AppError | Step> = [];
     for (const row of input.rows) {
       try {
         out.push(await this.prepare(ctx, input, row));
@@ -190,18 +195,20 @@ export class BulkRecords {
     ctx: RecordContext,
     input: BulkInput,
     row: BulkRowInput,
-  ): Promise<(tx: WriteTx) => Promise<{ done: Done; answer: Answer }>> {
+  ): Promise<Step> {
     switch (row.operation ?? input.operation) {
       case 'create': {
         const prepared = await this.creates.prepare(ctx, row.body);
-        return async (tx) => {
-          const done = await this.creates.inTransaction(ctx, tx, prepared);
+        const step: Step = async (tx, known) => {
+          const done = await this.creates.inTransaction(ctx, tx, prepared, {}, known);
           const record = this.creates.answer(ctx, done);
           return {
             done: { ...done, removed: [{ entity: ctx.entity, ids: [done.id] }] },
             answer: { record, lastModified: done.token },
           };
         };
+        if (prepared.checked.errors.length === 0) step.values = prepared.checked.values;
+        return step;
       }
       case 'update': {
         const id = row.id ?? NaN;
@@ -232,6 +239,11 @@ export class BulkRecords {
 }
 
 type Answer = { record: Row | null; lastModified: string | null };
+
+/** A row's write in the transaction; a create's carries its accepted values (the batch's unique check). */
+type Step = ((tx: WriteTx, known?: UniqueValues) => Promise<{ done: Done; answer: Answer }>) & {
+  values?: AcceptedValue[];
+};
 
 function summary(operation: BulkOperation, committed: boolean, rows: BulkRowOutcome[]): BulkResult {
   const failed = rows.filter((r) => !r.ok).length;
