@@ -17,7 +17,7 @@ type Rec = Record<string, unknown>;
 const dialect = testDialect();
 const SIZE = dialect === 'sqlite' ? 1 : 2;
 const LEASE_MS = 1500;
-const ROWS = 3000;
+const ROWS = 5000;
 
 jest.setTimeout(300_000);
 
