@@ -130,9 +130,13 @@ export class BulkRecords {
     try {
       await s.withTransaction(ctx, async (tx) => {
         // The unique values of the creates, locked and checked against the table once for all rows.
+        // Creates only: an update row may change a unique value, which only its own query sees.
+        const onlyCreates = input.rows.every((r) => (r.operation ?? input.operation) === 'create');
         const creates = steps.flatMap((st) => (st instanceof AppError || !st.values ? [] : [st.values]));
         const known =
-          creates.length > 1 ? await s.preloadUniqueValues(tx, ctx.entity, ctx.tenantId, creates) : undefined;
+          onlyCreates && creates.length > 1
+            ? await s.preloadUniqueValues(tx, ctx.entity, ctx.tenantId, creates)
+            : undefined;
         for (const [index, step] of steps.entries()) {
           const id = input.rows[index].id ?? null;
           const rowId = id !== null && Number.isFinite(id) ? id : null;
@@ -142,6 +146,8 @@ export class BulkRecords {
           }
           try {
             const result = await s.repository.withinSavepoint(tx, 'bulk_row', () => step(tx, known));
+            // The row's unique values are taken once it stands (a row undone keeps none).
+            if (step.values) known?.add(step.values);
             outcomes[index] = { index, id: result.done.id, ok: true, ...result.answer };
             done.push(result.done);
           } catch (err) {
@@ -175,10 +181,7 @@ export class BulkRecords {
    * routes take them: a row failing here gets its error; the others a function to run in the
    * transaction.
    */
-  private async prepareAll(
-    ctx: RecordContext,
-    input: BulkInput,
-  ): Promise<Array<AppError | Step>> {
+  private async prepareAll(ctx: RecordContext, input: BulkInput): Promise<Array<AppError | Step>> {
     const out: Array<AppError | Step> = [];
     for (const row of input.rows) {
       try {
@@ -191,11 +194,7 @@ export class BulkRecords {
     return out;
   }
 
-  private async prepare(
-    ctx: RecordContext,
-    input: BulkInput,
-    row: BulkRowInput,
-  ): Promise<Step> {
+  private async prepare(ctx: RecordContext, input: BulkInput, row: BulkRowInput): Promise<Step> {
     switch (row.operation ?? input.operation) {
       case 'create': {
         const prepared = await this.creates.prepare(ctx, row.body);
@@ -207,7 +206,7 @@ export class BulkRecords {
             answer: { record, lastModified: done.token },
           };
         };
-        if (prepared.checked.errors.length === 0) step.values = prepared.checked.values;
+        step.values = prepared.checked.values;
         return step;
       }
       case 'update': {

@@ -69,7 +69,10 @@ export class CreateRecord {
     const now = Date.now();
     const fields = snapshotFields(entity);
     await s.lockUniqueValues(tx, entity, ctx.tenantId, checked.values);
-    const errors = [...checked.errors, ...(await s.checkAgainstDb(tx, entity, ctx.tenantId, checked.values, undefined, known))];
+    const errors = [
+      ...checked.errors,
+      ...(await s.checkAgainstDb(tx, entity, ctx.tenantId, checked.values, undefined, known)),
+    ];
     if (errors.length > 0) throw new ValidationError('Validation failed', errors);
     const row: Row = {};
     for (const v of checked.values) row[v.field.column] = toDb(v.field, v.value);
@@ -85,7 +88,6 @@ export class CreateRecord {
     });
     row[cols.lastModified] = toDbTimestamp(now);
     const newId = await s.repository.insert(tx.data, entity, row);
-    known?.add(checked.values);
     // The row as stored (defaults, rounding), read back in the transaction.
     const stored = await s.repository.load(tx.data, entity, writeScope(ctx, entity, policy), fields, newId);
     const after = stored ? s.typed(fields, stored.fields) : s.snapshot(entity, newId, checked.values);

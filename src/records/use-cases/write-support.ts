@@ -38,6 +38,8 @@ export interface WriteHooks {
  */
 export class UniqueValues {
   private readonly taken = new Map<string, Set<string>>();
+  /** The values asked about, per field: any other is not known here. */
+  private readonly asked = new Map<string, Set<string>>();
 
   static async load(
     repository: RecordsWriteRepository,
@@ -54,7 +56,11 @@ export class UniqueValues {
           const db = v.field.name === field.name ? toDb(field, v.value) : undefined;
           if (typeof db === 'string') values.add(db);
         }
-      known.taken.set(field.name, await repository.takenValues(tx.data, entity, tenantId, field, [...values]));
+      known.asked.set(field.name, values);
+      known.taken.set(
+        field.name,
+        await repository.takenValues(tx.data, entity, tenantId, field, [...values]),
+      );
     }
     return known;
   }
@@ -62,7 +68,7 @@ export class UniqueValues {
   /** Whether a live row holds the value (as existsWithValue); undefined when not known here. */
   answers(field: FieldDef, dbValue: unknown): boolean | undefined {
     const set = this.taken.get(field.name);
-    if (!set || typeof dbValue !== 'string') return undefined;
+    if (!set || typeof dbValue !== 'string' || !this.asked.get(field.name)?.has(dbValue)) return undefined;
     return set.has(dbValue);
   }
 
