@@ -10,6 +10,7 @@ import { installDirectRoutes } from './common/http/direct-routes.hook';
 import { envelopedRoutes, installEnvelope } from './common/http/envelope.hook';
 import { clientErrorHandler, frameworkErrorHandler } from './http/client-errors.hook';
 import { installBodyParsers } from './common/http/json-body.hook';
+import { installMultipart } from './common/http/multipart.hook';
 import { DEFAULT_JSON_MAX_DEPTH } from './common/http/json-depth';
 import { installOverloadProtection } from './common/http/overload.hook';
 import { installSecurityHeaders } from './common/http/security-headers.hook';
@@ -106,6 +107,8 @@ export async function createApp(
     shedding: () => readiness.ready,
   });
   installAccessLog(app.getHttpAdapter().getInstance(), pinoParams(config));
+  // D53: an import's multipart `file` part, streamed; every other route refuses multipart (415).
+  await installMultipart(app.getHttpAdapter().getInstance(), config.imports.maxBytes);
   // Routes are registered at init; the hook must be in place before that.
   installEnvelope(app, envelopedRoutes(app));
   installDirectRoutes(app);

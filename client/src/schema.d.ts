@@ -1212,7 +1212,7 @@ export interface paths {
         put?: never;
         /**
          * Import a CSV or XLSX file into an entity as a job (D53); answers 202 with the import
-         * @description The body is the file (Content-Type text/csv in UTF-8, or the XLSX type); options are query parameters. Headers match writable field codes case-blind (spaces, dashes, underscores ignored), or `mapping`. A body larger than IMPORT_MAX_BYTES is 413; a file with more than IMPORT_MAX_ROWS rows fails the job with 413.
+         * @description The file is a multipart/form-data part named `file` (a `.xlsx` name or the XLSX type is a workbook, anything else CSV), or the whole body (Content-Type text/csv in UTF-8, or the XLSX type); options are query parameters (not form fields). Headers match writable field codes case-blind (spaces, dashes, underscores ignored), or `mapping`. A file larger than IMPORT_MAX_BYTES is 413; a file with more than IMPORT_MAX_ROWS rows fails the job with 413.
          */
         post: operations["importRecords"];
         delete?: never;
@@ -14869,6 +14869,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the file (CSV or XLSX)
+                     */
+                    file: string;
+                };
                 "text/csv": string;
                 "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": string;
             };

@@ -19,6 +19,7 @@ import { ExportJob } from './export/export-job';
 import { ExportController } from './export/export.controller';
 import { ImportController } from './import/import.controller';
 import { ImportJob } from './import/import-job';
+import { ImportBatchesRepository } from './import/import-batches.repository';
 import { createRenderPool, EXPORT_RENDER_POOL, type RenderPool } from './export/render-pool';
 import { JobsModule } from '../jobs/jobs.module';
 import { TenantModule } from '../tenant/tenant.module';
@@ -54,7 +55,15 @@ class RenderPoolShutdown implements OnApplicationShutdown {
 }
 
 @Module({
-  imports: [EntityModule, RegistryModule, ProfileModule, RecordsModule, TenantModule, JobsModule, WorkflowModule],
+  imports: [
+    EntityModule,
+    RegistryModule,
+    ProfileModule,
+    RecordsModule,
+    TenantModule,
+    JobsModule,
+    WorkflowModule,
+  ],
   controllers: [
     DataviewChangesController,
     DataviewController,
@@ -72,6 +81,7 @@ class RenderPoolShutdown implements OnApplicationShutdown {
     ExportDataview,
     ExportJob,
     ImportJob,
+    ImportBatchesRepository,
     { provide: EXPORT_RENDER_POOL, inject: [APP_CONFIG], useFactory: createRenderPool },
     RenderPoolShutdown,
     {

@@ -130,13 +130,16 @@ function mergeErrors(op: OperationObject, codes: ErrorCode[]): void {
  *   on bodies; error bodies are JSON whatever the success media type;
  * - `x-request-id` on every answer, `x-ratelimit-remaining` on protected successes, ETag where
  *   If-None-Match applies;
- * - no parameter example that Swagger UI would send as a value (parameter-examples.ts).
+ * - no parameter example that Swagger UI would send as a value (parameter-examples.ts);
+ * - a binary body that is also taken as `multipart/form-data` is, in that media type, the form of
+ *   one binary part `file` (an import's file, D53).
  */
 export function finishDocument(doc: OpenAPIObject): OpenAPIObject {
   doc.tags = [...MODULE_TAGS];
   for (const { path, method, op } of operationsOf(doc)) {
     const fixedId = PATH_OPERATION_IDS[`${method} ${path}`];
     if (fixedId) op.operationId = fixedId;
+    multipartFilePart(op);
 
     // One requirement object per distinct set of schemes (class and method decorators both add one).
     const seen = new Set<string>();
@@ -212,4 +215,17 @@ export function finishDocument(doc: OpenAPIObject): OpenAPIObject {
     }
   }
   return withoutPrefilledExamples(doc);
+}
+
+/** The `multipart/form-data` media type of a binary body: a form whose part `file` is the file. */
+function multipartFilePart(op: OperationObject): void {
+  const body = op.requestBody as { content?: Record<string, { schema?: unknown }> } | undefined;
+  const form = body?.content?.['multipart/form-data'];
+  const schema = form?.schema as { type?: string; format?: string } | undefined;
+  if (!form || schema?.type !== 'string' || schema.format !== 'binary') return;
+  form.schema = {
+    type: 'object',
+    required: ['file'],
+    properties: { file: { type: 'string', format: 'binary', description: 'the file (CSV or XLSX)' } },
+  };
 }

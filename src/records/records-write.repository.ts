@@ -354,6 +354,31 @@ export class RecordsWriteRepository {
     return row !== undefined;
   }
 
+  /**
+   * Of `values`, those a live row of the tenant already holds in unique `field`, compared exactly as
+   * existsWithValue compares one (an e-mail address case-blind): one query per 500 values instead
+   * of one per value — a bulk create's uniqueness check against the table (D51, D53).
+   */
+  async takenValues(
+    qr: QueryRunner,
+    entity: EntityInfo,
+    tenantId: string,
+    field: FieldDef,
+    values: string[],
+  ): Promise<Set<string>> {
+    const taken = new Set<string>();
+    const column = col(qr.connection, field.column);
+    const compared = field.type === 'email' ? `LOWER(${column})` : column;
+    for (let i = 0; i < values.length; i += IN_CHUNK) {
+      const rows = await scoped(qr.connection, entity, tenantScope(tenantId), qr)
+        .andWhere(`${compared} IN (:...__values)`, { __values: values.slice(i, i + IN_CHUNK) })
+        .select(compared, 'v')
+        .getRawMany<{ v: unknown }>();
+      for (const r of rows) if (typeof r.v === 'string') taken.add(r.v);
+    }
+    return taken;
+  }
+
   /** Keys and audit data of the tenant's live rows whose `field` holds one of `values`. */
   async liveRowsReferencing(
     qr: QueryRunner,

@@ -6,6 +6,7 @@ import {
   EXPORT_TABLES,
   JOB_TABLES,
   TENANT_USAGE_TABLES,
+  IMPORT_TABLES,
   OUTBOX_TABLES,
   REVOCATION_TABLES,
   TABLES,
@@ -15,7 +16,7 @@ import {
 } from '../../src/database/schema';
 import { createTestDatabase, migratedDataSource, TestDatabase } from '../support/test-database';
 
-describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime, TenantKeyIndexes, Jobs, Outbox, RecordHistory, TenantUsage)', () => {
+describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime, TenantKeyIndexes, Jobs, Outbox, RecordHistory, TenantUsage, ImportBatches)', () => {
   let db: TestDatabase;
   let ds: DataSource;
 
@@ -39,6 +40,7 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         WORKFLOW_STEP_KEYS_TABLE,
         ...JOB_TABLES,
         ...TENANT_USAGE_TABLES,
+        ...IMPORT_TABLES,
         ...OUTBOX_TABLES,
       ]) {
         const table = await qr.getTable(def.name);
@@ -122,8 +124,13 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         'Outbox1795737600000',
         'RecordHistory1795824000000',
         'TenantUsage1795910400000',
+        'ImportBatches1796183000000',
       ]);
-      // Newest first: TenantUsage drops its table only.
+      // Newest first: ImportBatches drops its table only.
+      await ds.undoLastMigration({ transaction: 'each' });
+      for (const def of IMPORT_TABLES) expect(await qr.hasTable(def.name)).toBe(false);
+      expect(await qr.hasTable('app_tenant_usage')).toBe(true);
+      // Then TenantUsage drops its table only.
       await ds.undoLastMigration({ transaction: 'each' });
       expect(await qr.hasTable('app_tenant_usage')).toBe(false);
       expect(await qr.hasTable('app_jobs')).toBe(true);
@@ -176,6 +183,7 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         'Outbox1795737600000',
         'RecordHistory1795824000000',
         'TenantUsage1795910400000',
+        'ImportBatches1796183000000',
       ]);
       expect(await indexNames('demo_orders')).toContain('IDX_demo_orders_ord_tenant_id_ord_id');
       for (const def of [
@@ -185,6 +193,7 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         WORKFLOW_STEP_KEYS_TABLE,
         ...JOB_TABLES,
         ...TENANT_USAGE_TABLES,
+        ...IMPORT_TABLES,
         ...OUTBOX_TABLES,
       ])
         expect(await qr.hasTable(def.name)).toBe(true);

@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import ExcelJS from 'exceljs';
 import type { DataSource } from 'typeorm';
 import { DatabaseService } from '../../src/database/database.service';
@@ -158,6 +159,44 @@ describe('Imports (D53)', () => {
     expect(other.statusCode).toBe(404);
   });
 
+  it('should check uniqueness against the table and inside the file, as a single create does', async () => {
+    const p = unique('uniq');
+    const taken = `imp-${serial}-taken@acme.example`;
+    const made = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/customers',
+      headers: headers('acmeAdmin'),
+      payload: { name: `${p} first`, email: taken, tier: 'silver' },
+    });
+    expect(made.statusCode).toBe(201);
+    // What a single create answers for each value the file holds.
+    const single = async (email: string) =>
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: '/api/v1/customers',
+          headers: headers('acmeAdmin'),
+          payload: { name: `${p} probe`, email, tier: 'silver' },
+        })
+      ).statusCode;
+    const upper = taken.toUpperCase();
+    const expectedUpper = await single(upper);
+    if (expectedUpper === 201) await ds.query(`DELETE FROM demo_customers WHERE cus_name = '${p} probe'`);
+    const fresh = `imp-${serial}-fresh@acme.example`;
+    const csv = `name,email,tier\n${p} A,${taken},silver\n${p} B,${upper},silver\n${p} C,${fresh},silver\n${p} D,${fresh},silver\n`;
+    const job = await imported(csv, '?onError=skip');
+    const failedRows = (job.errors as Array<{ row: number; field: string }>).map((e) => [e.row, e.field]);
+    expect(failedRows).toEqual([
+      [2, 'email'],
+      ...(expectedUpper === 201 ? [] : [[3, 'email']]),
+      [5, 'email'],
+    ]);
+    expect(job).toMatchObject({ status: 'COMPLETED', created: expectedUpper === 201 ? 2 : 1 });
+    expect((await customersNamed(`${p} `)).map((r) => r.name)).toEqual(
+      [`${p} C`, ...(expectedUpper === 201 ? [`${p} B`] : []), `${p} first`].sort(),
+    );
+  });
+
   it('should follow an explicit mapping, undo the export formula prefix and ignore unknown columns', async () => {
     const p = unique('map');
     const csv = `Customer,Mail,Tier,Notes\n'=${p} SUM(A1),imp-${serial}@acme.example,silver,whatever\n`;
@@ -303,13 +342,12 @@ describe('Imports (D53)', () => {
     expect((await status(999999)).statusCode).toBe(404);
   });
 
-  it('should not run a writing import again once it was claimed before (no row written twice)', async () => {
+  it('should skip the batches a claim before committed when the job runs again (no row written twice)', async () => {
     const p = unique('resume');
-    const first = await imported(
-      `name,email,tier\n${p},imp-${serial}@acme.example,silver\n`,
-      '?onError=skip',
-    );
-    expect(first).toMatchObject({ status: 'COMPLETED', created: 1 });
+    const rows = Array.from({ length: 3 }, (_, i) => `${p} ${i},imp-${serial}-${i}@acme.example,silver`);
+    const bad = `${p} bad,not-an-email,silver`;
+    const first = await imported(`name,email,tier\n${[...rows, bad].join('\n')}\n`, '?onError=skip');
+    expect(first).toMatchObject({ status: 'COMPLETED', created: 3, failed: 1 });
     // As if its worker had died after committing: the job is claimable again, its first start kept.
     await ds
       .createQueryBuilder()
@@ -325,8 +363,104 @@ describe('Imports (D53)', () => {
       .where('job_id = :id', { id: first.importId as number })
       .execute();
     const again = await finished(first.importId as number);
-    expect(again).toMatchObject({ status: 'FAILED', error: { code: 'CONFLICT' } });
-    expect(await customersNamed(p)).toHaveLength(1);
+    // The batch's record stands for it: the same counts, errors and error file, nothing written again.
+    expect(again).toMatchObject({ status: 'COMPLETED', created: 3, failed: 1, errors: first.errors });
+    expect(again.errorFileUrl).toEqual(expect.any(String));
+    expect(await customersNamed(p)).toHaveLength(3);
+    // The record is its tenant's (the tenant-owned table list holds it).
+    const records = await ds
+      .createQueryBuilder()
+      .select('b.imb_tenant_id', 'tenant')
+      .from('app_import_batches', 'b')
+      .where('b.imb_job_id = :id', { id: first.importId as number })
+      .getRawMany<{ tenant: unknown }>();
+    expect(records.map((r) => Number(r.tenant))).toEqual([1]);
+  });
+
+  describe('multipart/form-data (a real multipart body over a socket)', () => {
+    let base = '';
+    beforeAll(async () => {
+      await t.app.listen({ port: 0, host: '127.0.0.1' });
+      base = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
+    });
+    const send = async (form: FormData, query = '', url = '/api/v1/customers/imports') => {
+      const res = await fetch(`${base}${url}${query}`, {
+        method: 'POST',
+        headers: headers('acmeAdmin'),
+        body: form,
+      });
+      return { status: res.status, body: (await res.json()) as Json };
+    };
+    const formOf = (parts: Array<[string, Blob | string, string?]>) => {
+      const form = new FormData();
+      for (const [name, value, filename] of parts)
+        if (typeof value === 'string') form.append(name, value);
+        else form.append(name, value, filename);
+      return form;
+    };
+
+    it('should import the part named file, CSV by default and XLSX by its name or type', async () => {
+      const p = unique('multipart');
+      const csv = `name,email,tier\n${p} A,imp-${serial}-a@acme.example,silver\n`;
+      const res = await send(formOf([['file', new Blob([csv]), 'customers.csv']]), '?onError=skip');
+      expect(res.status).toBe(202);
+      expect(await finished(res.body.data.importId as number)).toMatchObject({
+        status: 'COMPLETED',
+        onError: 'skip',
+        created: 1,
+      });
+      const workbook = new ExcelJS.Workbook();
+      const sheet = workbook.addWorksheet('Data');
+      sheet.addRow(['name', 'email', 'tier']);
+      sheet.addRow([`${p} B`, `imp-${serial}-b@acme.example`, 'gold']);
+      const xlsx = Buffer.from(await workbook.xlsx.writeBuffer());
+      for (const [label, blob, filename] of [
+        ['by name', new Blob([xlsx]), 'customers.xlsx'],
+        ['by type', new Blob([xlsx], { type: XLSX }), 'upload.bin'],
+      ] as const) {
+        const r = await send(formOf([['file', blob, filename]]), '?mode=upsert&key=email');
+        expect([label, r.status]).toEqual([label, 202]);
+        expect(await finished(r.body.data.importId as number)).toMatchObject({
+          status: 'COMPLETED',
+          total: 1,
+        });
+      }
+      expect((await customersNamed(p)).map((r) => r.name)).toEqual([`${p} A`, `${p} B`]);
+    });
+
+    it('should refuse a file beyond IMPORT_MAX_BYTES (413), form fields and a missing part (400)', async () => {
+      const big = await send(formOf([['file', new Blob([`name\n${'x'.repeat(30_000)}\n`]), 'big.csv']]));
+      expect(big.status).toBe(413);
+      expect(big.body.error.code).toBe('PAYLOAD_TOO_LARGE');
+      const field = await send(
+        formOf([
+          ['mode', 'upsert'],
+          ['file', new Blob(['name\nx\n']), 'a.csv'],
+        ]),
+      );
+      expect(field.status).toBe(400);
+      expect(field.body.error.details[0].error).toMatch(/query parameters/);
+      const none = await send(formOf([['other', new Blob(['name\nx\n']), 'a.csv']]));
+      expect(none.status).toBe(400);
+      const latin1 = await send(
+        formOf([['file', new Blob([Buffer.from('name\n\xe9t\xe9\n', 'latin1')]), 'a.csv']]),
+      );
+      expect(latin1.status).toBe(400);
+      expect(latin1.body.error.code).toBe('VALIDATION_ERROR');
+      const notZip = await send(formOf([['file', new Blob(['not a zip']), 'a.xlsx']]));
+      expect(notZip.status).toBe(400);
+      // Another route refuses a multipart body, as any body but JSON.
+      const other = await send(formOf([['name', 'x']]), '', '/api/v1/customers');
+      expect(other.status).toBe(415);
+      // Another tenant's user cannot start an import into acme (its token is globex's).
+      const res = await fetch(`${base}/api/v1/customers/imports`, {
+        method: 'POST',
+        headers: { ...authHeaders(TENANT.acme, token.globexAdmin) },
+        body: formOf([['file', new Blob(['name\nx\n']), 'a.csv']]),
+      });
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(res.status).toBeLessThan(500);
+    });
   });
 
   it('should cancel an import of its creator (a finished one answers as it is)', async () => {

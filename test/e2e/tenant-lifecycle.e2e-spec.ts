@@ -9,6 +9,7 @@ import {
   TABLES,
   TENANT_OWNED_TABLES,
   TENANT_USAGE_TABLES,
+  IMPORT_TABLES,
   WORKFLOW_STEP_KEYS_TABLE,
   type TableDef,
 } from '../../src/database/schema';
@@ -24,6 +25,7 @@ const ALL_TABLES: readonly TableDef[] = [
   WORKFLOW_STEP_KEYS_TABLE,
   ...JOB_TABLES,
   ...TENANT_USAGE_TABLES,
+  ...IMPORT_TABLES,
   ...OUTBOX_TABLES,
 ];
 const PASSWORD = 'umbrella passphrase 1';

@@ -7,6 +7,7 @@ import { Jobs1795651200000 } from './1795651200000-jobs';
 import { Outbox1795737600000 } from './1795737600000-outbox';
 import { RecordHistory1795824000000 } from './1795824000000-record-history';
 import { TenantUsage1795910400000 } from './1795910400000-tenant-usage';
+import { ImportBatches1796183000000 } from './1796183000000-import-batches';
 
 /** Migrations in the order they run. Never edit one that has landed; add a new one. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   Outbox1795737600000,
   RecordHistory1795824000000,
   TenantUsage1795910400000,
+  ImportBatches1796183000000,
 ];

@@ -16,3 +16,4 @@ export * from './tenant-usage';
 export * from './tenant-owned';
 export * from './history';
 export * from './outbox';
+export * from './imports';

@@ -44,6 +44,7 @@ export const TENANT_OWNED_TABLES: readonly TenantOwnedTable[] = [
   { table: 'app_events', prefix: 'evt', kind: 'data' },
   { table: 'app_event_sequences', prefix: 'evs', kind: 'data' },
   { table: 'app_export_files', prefix: 'exf', kind: 'data' },
+  { table: 'app_import_batches', prefix: 'imb', kind: 'data' },
   { table: 'app_jobs', prefix: 'job', kind: 'data' },
   { table: 'app_revoked_tokens', prefix: 'rvk', kind: 'data' },
   { table: 'app_tenant_usage', prefix: 'tnu', kind: 'data' },

@@ -1,6 +1,6 @@
 import { parse } from 'csv-parse';
 import type ExcelJSModule from 'exceljs';
-import type { Readable } from 'node:stream';
+import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { AppError, ValidationError } from '../../common/errors/app-error';
 import { lazyModule } from '../../common/lazy-module';
 import { startsFormula } from '../export/export-model';
@@ -109,14 +109,64 @@ export function unprefixed(text: string): string {
   return parts.join('');
 }
 
-/** The checks of a file before it is queued: CSV must be UTF-8, an XLSX must be a zip. */
-export function checkFile(format: ImportFormat, body: Buffer): void {
-  if (body.length === 0) throw badFile('the file is empty');
-  if (format === 'csv') {
+/**
+ * The checks of a file as it is stored, before it is queued (a stream: the file is never held
+ * whole): a CSV must be UTF-8, an XLSX must start as a zip, an empty file is refused. The bytes pass
+ * through unchanged; a failing check fails the stream (and the store keeps nothing).
+ */
+export class FileCheck extends Transform {
+  private bytes = 0;
+  private readonly utf8 = new TextDecoder('utf-8', { fatal: true });
+  private head = Buffer.alloc(0);
+
+  /** `truncated`: whether the source stopped at its size limit (a multipart part, IMPORT_MAX_BYTES). */
+  constructor(
+    private readonly format: ImportFormat,
+    private readonly truncated: () => boolean = () => false,
+  ) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
     try {
-      new TextDecoder('utf-8', { fatal: true }).decode(body);
+      this.check(chunk);
+      done(null, chunk);
+    } catch (err) {
+      done(err as Error);
+    }
+  }
+
+  override _flush(done: TransformCallback): void {
+    try {
+      if (this.truncated())
+        throw new AppError('PAYLOAD_TOO_LARGE', 'The file is larger than IMPORT_MAX_BYTES');
+      if (this.bytes === 0) throw badFile('the file is empty');
+      if (this.format === 'csv') this.decode(undefined);
+      else if (this.head.length < 4) throw badFile('not an XLSX workbook');
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
+  }
+
+  private check(chunk: Buffer): void {
+    this.bytes += chunk.length;
+    if (this.format === 'csv') {
+      this.decode(chunk);
+      return;
+    }
+    if (this.head.length >= 4) return;
+    this.head = Buffer.concat([this.head, chunk.subarray(0, 4 - this.head.length)]);
+    if (this.head.length === 4 && this.head.readUInt32LE(0) !== 0x04034b50)
+      throw badFile('not an XLSX workbook');
+  }
+
+  private decode(chunk: Buffer | undefined): void {
+    try {
+      if (chunk) this.utf8.decode(chunk, { stream: true });
+      else this.utf8.decode();
     } catch {
       throw badFile('the CSV is not UTF-8');
     }
-  } else if (body.length < 4 || body.readUInt32LE(0) !== 0x04034b50) throw badFile('not an XLSX workbook');
+  }
 }

@@ -1,5 +1,5 @@
 import type { Job, JobError, JobStatus } from '../../jobs/job.types';
-import { type ImportResult, type ImportRowError, importJobInput } from './import-job';
+import { type ImportResult, type ImportRowError, importJobInput } from './import-input';
 
 /** An import as its routes answer it (D53). */
 export interface ImportJobView {

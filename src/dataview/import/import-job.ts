@@ -1,24 +1,12 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
-import { stringify } from 'csv-stringify';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import {
-  AppError,
-  AuthorizationError,
-  ConflictError,
-  NotFoundError,
-  ValidationError,
-} from '../../common/errors/app-error';
+import { AppError, AuthorizationError, NotFoundError, ValidationError } from '../../common/errors/app-error';
 import type { AppConfig } from '../../config/config.schema';
 import { InjectConfig } from '../../config/inject-config.decorator';
 import type { ClaimedJob, JobHandler, JobRun } from '../../jobs/job.types';
 import { JobWorker } from '../../jobs/job-worker';
-import type { FieldDef } from '../../registry/registry.types';
-import { writableFieldNames } from '../../profile/policy/masking';
-import type { MaskKind } from '../../profile/policy/policy.types';
 import type { RecordContext } from '../../records/record-context';
 import { RecordContextFactory } from '../../records/record-context.factory';
-import { BulkRecords, type BulkRowInput, type BulkRowOutcome } from '../../records/use-cases/bulk-records';
+import { BulkRecords, type BulkRowInput } from '../../records/use-cases/bulk-records';
 import { ListRecords, ReadRecord } from '../../records/use-cases/read-records';
 import { expectedToken, LAST_MODIFIED_KEY } from '../../records/concurrency-token';
 import type { Row } from '../../records/records-read.repository';
@@ -26,194 +14,30 @@ import { assertCanPerform } from '../../profile/access/can-perform';
 import { TenantLookupService } from '../../tenant/tenant-lookup.service';
 import { isTenantActive } from '../../tenant/tenants.repository';
 import { EXPORT_STORE, type ExportStore } from '../download/export-store';
-import { type Cell, fileRows, type ImportFormat, unprefixed } from './import-file';
-
-export const IMPORT_JOB_KIND = 'entity.import';
-export const IMPORT_FEATURES = ['import'] as const;
-/** Rows written per transaction when failed rows are skipped. */
-const BATCH_ROWS = 500;
-/** Errors kept in the job's answer. */
-const MAX_ERRORS = 100;
-
-export interface ImportJobInput {
-  entityCode: string;
-  fileId: string;
-  format: ImportFormat;
-  mode: 'create' | 'upsert';
-  /** upsert: the unique field (or `id`) that finds the record a row updates. */
-  key?: string;
-  dryRun: boolean;
-  onError: 'abort' | 'skip';
-  mapping: Record<string, string | null>;
-}
-
-export interface ImportRowError {
-  row: number;
-  field: string | null;
-  error: string;
-}
-
-export interface ImportResult {
-  total: number;
-  created: number;
-  updated: number;
-  skipped: number;
-  failed: number;
-  errors: ImportRowError[];
-  ignoredColumns: string[];
-  errorFileUrl?: string;
-}
-
-export function importJobInput(value: unknown): ImportJobInput {
-  const v = (value ?? {}) as Partial<ImportJobInput>;
-  if (typeof v.entityCode !== 'string' || typeof v.fileId !== 'string')
-    throw new ValidationError('Invalid import job', [{ field: 'entityCode', error: 'is missing' }]);
-  return {
-    entityCode: v.entityCode,
-    fileId: v.fileId,
-    format: v.format === 'xlsx' ? 'xlsx' : 'csv',
-    mode: v.mode === 'upsert' ? 'upsert' : 'create',
-    ...(typeof v.key === 'string' ? { key: v.key } : {}),
-    dryRun: v.dryRun === true,
-    onError: v.onError === 'skip' ? 'skip' : 'abort',
-    mapping: v.mapping ?? {},
-  };
-}
-
-/** Case-blind, blind to spaces, dashes and underscores: "Customer Name" matches customer_name. */
-function loose(name: string): string {
-  return name.toLowerCase().replace(/[^a-z0-9]/g, '');
-}
-
-/** The field each column of the header feeds (null: ignored), by the mapping or by name. */
-function columnsOf(
-  header: Cell[],
-  ctx: RecordContext,
-  mapping: Record<string, string | null>,
-): { targets: Array<FieldDef | null>; ignored: string[] } {
-  const names = new Set(writableFieldNames(ctx.policy, ctx.entity.fields));
-  const writable = ctx.entity.fields.filter((f) => names.has(f.name));
-  const mapped = new Map(Object.entries(mapping).map(([k, v]) => [loose(k), v]));
-  const ignored: string[] = [];
-  const used = new Set<string>();
-  const targets = header.map((h) => {
-    const name = h === null ? '' : String(h).trim();
-    const explicit = mapped.get(loose(name));
-    const want = explicit === undefined ? name : explicit;
-    const field = want
-      ? writable.find((f) => (explicit ? f.name === want : loose(f.name) === loose(want)))
-      : undefined;
-    if (explicit && !field)
-      throw new ValidationError('Validation failed', [
-        { field: `mapping.${name}`, error: `names no writable field of the entity: ${explicit}` },
-      ]);
-    if (!field || used.has(field.name)) {
-      if (name) ignored.push(name);
-      return null;
-    }
-    used.add(field.name);
-    return field;
-  });
-  if (targets.every((t) => t === null))
-    throw new ValidationError('Validation failed', [
-      { field: 'file', error: 'no column of the header names a writable field' },
-    ]);
-  return { targets, ignored };
-}
-
-/** What masking (D43) shows instead of a value, by kind: such a cell is never stored as data. */
-const MASKED_SHAPES: Record<MaskKind, RegExp> = {
-  hash: /^sha256:[0-9a-f]{16}$/,
-  mask: /^\*+$/,
-  redact: /^$/,
-  partial: /^(\*+[^*]{0,4}|[^*]\*\*\*@.+)$/,
-};
-
-/** A cell as the field's value (undefined: left out, the field's default applies). */
-function valueOf(field: FieldDef, cell: Cell, masked: MaskKind | undefined): unknown {
-  if (cell === null) return undefined;
-  if (cell instanceof Date) return cell.toISOString().slice(0, field.type === 'date' ? 10 : undefined);
-  if (typeof cell !== 'string') return cell;
-  const text = unprefixed(cell);
-  if (text === '') return undefined;
-  // D43: a masked field's cell as an export showed it is left out, never written as the value.
-  if (masked && MASKED_SHAPES[masked].test(text)) return undefined;
-  switch (field.type) {
-    case 'integer':
-    case 'numeric':
-      return /^\s*-?\d+(\.\d+)?\s*$/.test(text) ? Number(text) : text;
-    case 'boolean': {
-      const t = text.trim().toLowerCase();
-      if (['true', '1', 'yes'].includes(t)) return true;
-      if (['false', '0', 'no'].includes(t)) return false;
-      return text;
-    }
-    case 'json':
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        return text;
-      }
-    case 'text':
-    case 'email':
-    case 'date':
-    case 'select':
-      return text;
-  }
-}
-
-/** upsert: the key must be `id` or a unique field the caller may write. */
-export function upsertKey(ctx: RecordContext, key: string | undefined): string {
-  if (key === 'id') return key;
-  const field = ctx.entity.fields.find((f) => f.name === key);
-  if (!field || !field.unique || field.hidden)
-    throw new ValidationError('Validation failed', [
-      { field: 'key', error: 'must be id or a unique field of the entity' },
-    ]);
-  return field.name;
-}
-
-/** The column of the header that holds the key (by the mapping or by name); -1 when none. */
-function keyColumn(header: Cell[], key: string, mapping: Record<string, string | null>): number {
-  const mapped = new Map(Object.entries(mapping).map(([k, v]) => [loose(k), v]));
-  return header.findIndex((h) => {
-    const name = h === null ? '' : String(h).trim();
-    const explicit = mapped.get(loose(name));
-    return explicit ? explicit === key : loose(name) === loose(key);
-  });
-}
-
-function cellNumber(cell: Cell): number | undefined {
-  if (typeof cell === 'number') return cell;
-  if (typeof cell === 'string' && /^\s*\d+\s*$/.test(cell)) return Number(cell);
-  return undefined;
-}
-
-function errorsOf(row: number, error: AppError): ImportRowError[] {
-  const details = Array.isArray(error.details)
-    ? (error.details as Array<{ field?: unknown; error?: unknown }>)
-    : [];
-  const listed = details
-    .filter((d) => typeof d?.error === 'string')
-    .map((d) => ({ row, field: typeof d.field === 'string' ? d.field : null, error: String(d.error) }));
-  return listed.length > 0 ? listed : [{ row, field: null, error: error.message }];
-}
-
-interface Pending {
-  row: number;
-  cells: Cell[];
-  body: Record<string, unknown>;
-  /** upsert: the key's value in this row (undefined when the cell is empty). */
-  key?: unknown;
-}
+import { type BatchCounts, type BatchReport, ImportBatchesRepository } from './import-batches.repository';
+import { fileRows } from './import-file';
+import {
+  BATCH_ROWS,
+  IMPORT_JOB_KIND,
+  type ImportJobInput,
+  importJobInput,
+  type ImportResult,
+} from './import-input';
+import { type PendingRow, RowReader, upsertKey } from './import-rows';
+import { summarize, writeErrorFile } from './import-report';
 
 /**
  * An import as a job (D53). The worker rebuilds the caller from the ids the job keeps, reads the
  * stored file twice as a stream — first to count its rows and check it (a bad file or too many
  * rows fails the job before anything is written), then to write — and sends the rows through the
- * bulk write path (the create use case's own checks, each row in a savepoint): `abort` writes the
- * file in one transaction (any failing row and nothing is written), `skip` in batches of 500 rows
- * whose failing rows are reported and left out. A dry run rolls every batch back.
+ * bulk write path (the create use case's own checks): `abort` writes the file in one transaction
+ * (any failing row and nothing is written), `skip` in batches of 500 rows whose failing rows are
+ * reported and left out. A dry run rolls every batch back.
+ *
+ * Each committed batch (the one transaction of `abort` is batch 1) writes its idempotency record
+ * (app_import_batches: its counts, errors and failed rows) in its own transaction. A job claimed
+ * again after its worker died (D49 leases) skips the batches recorded and writes the others, so no
+ * row is written twice; the answer's counts, errors and error file come from the records.
  */
 @Injectable()
 export class ImportJob implements JobHandler, OnModuleInit {
@@ -229,6 +53,7 @@ export class ImportJob implements JobHandler, OnModuleInit {
     private readonly bulk: BulkRecords,
     private readonly lists: ListRecords,
     private readonly reads: ReadRecord,
+    private readonly batches: ImportBatchesRepository,
     @Inject(EXPORT_STORE) private readonly store: ExportStore,
   ) {}
 
@@ -238,32 +63,15 @@ export class ImportJob implements JobHandler, OnModuleInit {
 
   async run(job: ClaimedJob, run: JobRun): Promise<ImportResult> {
     const input = importJobInput(job.input);
-    // A claim after an earlier one (its instance stopped or shut down): batches of that run may have
-    // committed, and a row is never written twice, so a writing import is not run again (a dry run is).
-    const resumed = job.startedAt !== null && job.startedAt !== job.updatedAt;
-    if (resumed && !input.dryRun)
-      throw new ConflictError(
-        'The import was interrupted (its instance stopped) and part of it may have been written; it is not run again. Check the records and import the remaining rows',
-        null,
-        'illegal_state',
-      );
-    const requestId = job.requestId ?? `job-${job.id}`;
-    const tenant = await this.tenants.findById(job.tenantId);
-    if (!tenant || !isTenantActive(tenant)) throw new AuthorizationError('Tenant is not active');
-    if (tenant.features.import === false)
-      throw new AuthorizationError('Feature import is disabled for this tenant', 'FEATURE_DISABLED');
-    if (job.createdBy === null) throw new AuthorizationError('The import has no user to act as');
-    const ctx = await this.contexts.fromIds({
-      tenantId: job.tenantId,
-      userId: job.createdBy,
-      requestId,
-      entityCode: input.entityCode,
-    });
-
+    const ctx = await this.context(job, input);
     const key = input.mode === 'upsert' ? upsertKey(ctx, input.key) : null;
     if (key) assertCanPerform('update', ctx);
     const total = await this.count(job, input);
     await run.progress(0, total);
+    // The batches an earlier claim of this job committed (none for a dry run, which commits nothing).
+    const recorded = input.dryRun
+      ? new Map<number, BatchCounts>()
+      : await this.batches.committed(job.tenantId, job.id);
     const result: ImportResult = {
       total,
       created: 0,
@@ -273,69 +81,118 @@ export class ImportJob implements JobHandler, OnModuleInit {
       errors: [],
       ignoredColumns: [],
     };
-    const failedRows: Array<{ cells: Cell[]; error: string }> = [];
-    let header: Cell[] = [];
-    let targets: Array<FieldDef | null> = [];
-    let batch: Pending[] = [];
+    // Reports of batches that commit no record (abort that failed, dry run): kept as they come.
+    const unrecorded: BatchReport[] = [];
+    const add = (c: BatchCounts) => {
+      result.created += c.created;
+      result.updated += c.updated;
+      result.skipped += c.skipped;
+      result.failed += c.failed;
+    };
+    const reader = new RowReader(ctx, input.mapping, key);
+    const size = input.onError === 'skip' ? BATCH_ROWS : Infinity;
+    let batch: PendingRow[] = [];
+    let number = 0;
     let processed = 0;
     const flush = async (): Promise<void> => {
       if (batch.length === 0) return;
       const rows = batch;
       batch = [];
-      const inputs: BulkRowInput[] = key
-        ? await this.upsertRows(ctx, key, rows)
-        : rows.map((r) => ({ operation: 'create', body: r.body }));
-      const outcome = await this.bulk.execute(ctx, {
+      number++;
+      const done = recorded.get(number) ?? (await this.write(ctx, job, input, key, number, rows, unrecorded));
+      add(done);
+      processed += rows.length;
+      await run.progress(processed, total);
+    };
+    for await (const line of await this.rows(job, input)) {
+      const row = reader.read(line);
+      if (!row) continue;
+      batch.push(row);
+      if (batch.length >= size) await flush();
+    }
+    await flush();
+    result.ignoredColumns = reader.ignored;
+    if (result.failed > 0) {
+      const reports =
+        unrecorded.length > 0 ? fromArray(unrecorded) : this.batches.reports(job.tenantId, job.id);
+      result.errorFileUrl = await writeErrorFile(
+        this.store,
+        {
+          tenantId: ctx.tenantId,
+          filename: `${ctx.entity.code}-import-${job.id}-errors.csv`,
+          createdBy: job.createdBy ?? 0,
+        },
+        reader.header,
+        reports,
+        result.errors,
+      );
+    }
+    return result;
+  }
+
+  /** The caller the job acts as, rebuilt from its ids (tenant active, feature on, user set). */
+  private async context(job: ClaimedJob, input: ImportJobInput): Promise<RecordContext> {
+    const tenant = await this.tenants.findById(job.tenantId);
+    if (!tenant || !isTenantActive(tenant)) throw new AuthorizationError('Tenant is not active');
+    if (tenant.features.import === false)
+      throw new AuthorizationError('Feature import is disabled for this tenant', 'FEATURE_DISABLED');
+    if (job.createdBy === null) throw new AuthorizationError('The import has no user to act as');
+    return this.contexts.fromIds({
+      tenantId: job.tenantId,
+      userId: job.createdBy,
+      requestId: job.requestId ?? `job-${job.id}`,
+      entityCode: input.entityCode,
+    });
+  }
+
+  /**
+   * One batch through the bulk write path; when it commits, its idempotency record commits with it.
+   * A batch another claim of the job committed meanwhile (its lease ran out while it wrote) fails on
+   * the record's unique index: that claim's record stands.
+   */
+  private async write(
+    ctx: RecordContext,
+    job: ClaimedJob,
+    input: ImportJobInput,
+    key: string | null,
+    number: number,
+    rows: PendingRow[],
+    unrecorded: BatchReport[],
+  ): Promise<BatchCounts> {
+    const inputs: BulkRowInput[] = key
+      ? await this.upsertRows(ctx, key, rows)
+      : rows.map((r) => ({ operation: 'create', body: r.body }));
+    const updates = inputs.map((r) => r.operation === 'update');
+    let outcome;
+    try {
+      outcome = await this.bulk.execute(ctx, {
         operation: key ? 'update' : 'create',
         rows: inputs,
         cascade: false,
         allOrNone: input.onError === 'abort',
         dryRun: input.dryRun,
+        beforeCommit: async (tx, outcomes) => {
+          const { counts, report } = summarize(number, rows, updates, outcomes, false);
+          await this.batches.record(tx.config, ctx.tenantId, job.id, counts, report, Date.now());
+        },
       });
-      const updates = inputs.map((r) => r.operation === 'update');
-      this.tally(
-        result,
-        rows,
-        updates,
-        outcome.rows,
-        failedRows,
-        input.onError === 'abort' && outcome.failed > 0,
-      );
-      processed += rows.length;
-      await run.progress(processed, total);
-    };
-    for await (const line of await this.rows(job, input)) {
-      if (line.row === 1) {
-        header = line.cells;
-        ({ targets, ignored: result.ignoredColumns } = columnsOf(header, ctx, input.mapping));
-        continue;
-      }
-      const body: Record<string, unknown> = {};
-      targets.forEach((field, i) => {
-        const value = field
-          ? valueOf(field, line.cells[i] ?? null, ctx.policy.masking[field.name])
-          : undefined;
-        if (field && value !== undefined) body[field.name] = value;
-      });
-      const pending: Pending = { row: line.row, cells: line.cells, body };
-      if (key) {
-        const at = keyColumn(header, key, input.mapping);
-        const cell = at < 0 ? null : (line.cells[at] ?? null);
-        pending.key = key === 'id' ? cellNumber(cell) : key in body ? body[key] : undefined;
-      }
-      batch.push(pending);
-      if (input.onError === 'skip' && batch.length >= BATCH_ROWS) await flush();
+    } catch (err) {
+      const other = (await this.batches.committed(job.tenantId, job.id)).get(number);
+      if (other) return other;
+      throw err;
     }
-    await flush();
-    if (failedRows.length > 0) result.errorFileUrl = await this.errorFile(ctx, job, header, failedRows);
-    return result;
+    // A dry run counts what would have been written; a rolled-back abort counts its good rows skipped.
+    const rolledBack = !outcome.committed && !input.dryRun;
+    const { counts, report } = summarize(number, rows, updates, outcome.rows, rolledBack);
+    if (!outcome.committed && counts.failed > 0) unrecorded.push(report);
+    return counts;
   }
 
   /**
    * upsert: each row's key finds the record it updates (with its current token) in the caller's
    * scope, or none and the row creates one. A row without a key value fails with that error.
    */
-  private async upsertRows(ctx: RecordContext, key: string, rows: Pending[]): Promise<BulkRowInput[]> {
+  private async upsertRows(ctx: RecordContext, key: string, rows: PendingRow[]): Promise<BulkRowInput[]> {
     const out: BulkRowInput[] = [];
     for (const r of rows) {
       // No key value: the row is a new record.
@@ -396,56 +253,8 @@ export class ImportJob implements JobHandler, OnModuleInit {
     }
     return n;
   }
+}
 
-  private tally(
-    result: ImportResult,
-    rows: Pending[],
-    updates: boolean[],
-    outcomes: BulkRowOutcome[],
-    failedRows: Array<{ cells: Cell[]; error: string }>,
-    rolledBack: boolean,
-  ): void {
-    outcomes.forEach((o, i) => {
-      const row = rows[i];
-      if (o.ok) {
-        if (rolledBack) result.skipped++;
-        else if (updates[i]) result.updated++;
-        else result.created++;
-        return;
-      }
-      result.failed++;
-      const errors = errorsOf(row.row, o.error);
-      for (const e of errors) if (result.errors.length < MAX_ERRORS) result.errors.push(e);
-      failedRows.push({
-        cells: row.cells,
-        error: errors.map((e) => (e.field ? `${e.field}: ${e.error}` : e.error)).join('; '),
-      });
-    });
-  }
-
-  /** The failed rows as a CSV with an `error` column, in the export store (downloads route, D32). */
-  private async errorFile(
-    ctx: RecordContext,
-    job: ClaimedJob,
-    header: Cell[],
-    failed: Array<{ cells: Cell[]; error: string }>,
-  ): Promise<string> {
-    const text = (c: Cell) => (c === null ? '' : c instanceof Date ? c.toISOString() : String(c));
-    const id = await this.store.save(
-      {
-        tenantId: ctx.tenantId,
-        filename: `${ctx.entity.code}-import-${job.id}-errors.csv`,
-        contentType: 'text/csv; charset=utf-8',
-        createdBy: job.createdBy ?? 0,
-      },
-      async (out) => {
-        function* records(): Generator<string[]> {
-          yield [...header.map(text), 'error'];
-          for (const f of failed) yield [...f.cells.map(text), f.error];
-        }
-        await pipeline(Readable.from(records()), stringify({ record_delimiter: 'windows' }), out);
-      },
-    );
-    return `/api/v1/downloads/${id}`;
-  }
+async function* fromArray<T>(items: T[]): AsyncGenerator<T> {
+  for (const item of items) yield item;
 }

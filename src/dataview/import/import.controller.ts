@@ -9,7 +9,10 @@ import {
   ApiTags,
   ApiOkResponse,
 } from '@nestjs/swagger';
+import type { MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import {
   Authenticated,
   CurrentActor,
@@ -26,8 +29,9 @@ import { RecordContextFactory } from '../../records/record-context.factory';
 import { Inject } from '@nestjs/common';
 import { EXPORT_STORE, type ExportStore } from '../download/export-store';
 import { jobIdOf } from '../export/export-job-view';
-import { checkFile, type ImportFormat } from './import-file';
-import { IMPORT_FEATURES, IMPORT_JOB_KIND, type ImportJobInput, upsertKey } from './import-job';
+import { FileCheck, type ImportFormat } from './import-file';
+import { IMPORT_FEATURES, IMPORT_JOB_KIND, type ImportJobInput } from './import-input';
+import { upsertKey } from './import-rows';
 import { importJobView, type ImportJobView } from './import-job-view';
 import { IMPORT_JOB_ANSWER_SCHEMA } from './import.api-docs';
 
@@ -79,6 +83,38 @@ export function importOptions(
   };
 }
 
+/** The multipart body's `file` part (D53): exactly one, with no other field (options are query parameters). */
+async function multipartFile(request: FastifyRequest): Promise<MultipartFile> {
+  let part: MultipartFile | undefined;
+  try {
+    part = await request.file();
+  } catch (err) {
+    throw fileTooLarge(err) ?? badMultipart('the multipart body cannot be read');
+  }
+  if (!part || part.fieldname !== 'file') {
+    part?.file.destroy();
+    throw badMultipart('send the file as the multipart part named file');
+  }
+  const fields = Object.keys(part.fields).filter((name) => name !== 'file');
+  if (fields.length > 0) {
+    part.file.destroy();
+    throw badMultipart(`options are query parameters, not form fields (${fields.join(', ')})`);
+  }
+  return part;
+}
+
+function badMultipart(reason: string): ValidationError {
+  return new ValidationError('Validation failed', [{ field: 'file', error: reason }]);
+}
+
+/** @fastify/multipart's limit errors as 413 PAYLOAD_TOO_LARGE (IMPORT_MAX_BYTES), else undefined. */
+function fileTooLarge(err: unknown): AppError | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'FST_REQ_FILE_TOO_LARGE'
+    ? new AppError('PAYLOAD_TOO_LARGE', 'The file is larger than IMPORT_MAX_BYTES')
+    : undefined;
+}
+
 /**
  * Imports (D53): `POST /api/v1/{entity_code}/imports` takes the file as the body (`text/csv` or
  * XLSX), checks it and the caller's right to create, stores the file and queues a job that any
@@ -102,9 +138,10 @@ export class ImportController {
     operationId: 'importRecords',
     summary: 'Import a CSV or XLSX file into an entity as a job (D53); answers 202 with the import',
     description:
-      'The body is the file (Content-Type text/csv in UTF-8, or the XLSX type); options are query parameters. ' +
+      'The file is a multipart/form-data part named `file` (a `.xlsx` name or the XLSX type is a workbook, anything else CSV), ' +
+      'or the whole body (Content-Type text/csv in UTF-8, or the XLSX type); options are query parameters (not form fields). ' +
       'Headers match writable field codes case-blind (spaces, dashes, underscores ignored), or `mapping`. ' +
-      'A body larger than IMPORT_MAX_BYTES is 413; a file with more than IMPORT_MAX_ROWS rows fails the job with 413.',
+      'A file larger than IMPORT_MAX_BYTES is 413; a file with more than IMPORT_MAX_ROWS rows fails the job with 413.',
   })
   @ApiParam({ name: 'entity_code', example: 'customers' })
   @ApiQuery({ name: 'mode', required: false, schema: { type: 'string', enum: ['create', 'upsert'] } })
@@ -122,7 +159,7 @@ export class ImportController {
     description: 'JSON object: column → field code (null ignores)',
     schema: { type: 'string' },
   })
-  @ApiConsumes('text/csv', XLSX_TYPE)
+  @ApiConsumes('multipart/form-data', 'text/csv', XLSX_TYPE)
   @ApiBody({ schema: { type: 'string', format: 'binary' } })
   @ApiResponse({ status: 202, description: 'The import, queued', schema: IMPORT_JOB_ANSWER_SCHEMA })
   @ApiErrors(
@@ -158,27 +195,7 @@ export class ImportController {
       assertCanPerform('update', ctx);
       upsertKey(ctx, options.key);
     }
-    const body = request.body;
-    if (!Buffer.isBuffer(body))
-      throw new ValidationError('Validation failed', [
-        { field: 'file', error: 'send the file as the body (text/csv or XLSX)' },
-      ]);
-    const type = String(request.headers['content-type'] ?? '');
-    const format: ImportFormat = type.startsWith(XLSX_TYPE) ? 'xlsx' : 'csv';
-    checkFile(format, body);
-    const fileId = await this.store.save(
-      {
-        tenantId: actor.tenantId,
-        filename: `${entityCode}-import.${format}`,
-        contentType: format === 'csv' ? 'text/csv' : XLSX_TYPE,
-        createdBy: actor.user.userId,
-      },
-      async (out) => {
-        await new Promise<void>((resolve, reject) =>
-          out.end(body, (err?: Error | null) => (err ? reject(err) : resolve())),
-        );
-      },
-    );
+    const { fileId, format } = await this.storeFile(request, actor, entityCode);
     const input: ImportJobInput = { entityCode: ctx.entity.code, fileId, format, ...options };
     const job = await this.jobs.enqueue({
       tenantId: actor.tenantId,
@@ -188,6 +205,55 @@ export class ImportController {
       input,
     });
     return importJobView(job);
+  }
+
+  /**
+   * Stores the file as it streams in, checked on the way (FileCheck): a multipart `file` part (the
+   * XLSX type or a `.xlsx` name is a workbook, anything else CSV), or the raw body (already read,
+   * up to IMPORT_MAX_BYTES). A file beyond IMPORT_MAX_BYTES is 413 and nothing is kept.
+   */
+  private async storeFile(
+    request: FastifyRequest,
+    actor: Actor,
+    entityCode: string,
+  ): Promise<{ fileId: string; format: ImportFormat }> {
+    let format: ImportFormat;
+    let source: Readable;
+    let truncated = () => false;
+    if (request.isMultipart()) {
+      const part = await multipartFile(request);
+      format = part.mimetype.startsWith(XLSX_TYPE) || /\.xlsx$/i.test(part.filename) ? 'xlsx' : 'csv';
+      source = part.file;
+      // Busboy stops a file at IMPORT_MAX_BYTES (truncated): the stored copy is then dropped, 413.
+      truncated = () => part.file.truncated;
+    } else {
+      const body = request.body;
+      if (!Buffer.isBuffer(body))
+        throw new ValidationError('Validation failed', [
+          {
+            field: 'file',
+            error: 'send the file as the body (text/csv or XLSX) or as a multipart file part',
+          },
+        ]);
+      format = String(request.headers['content-type'] ?? '').startsWith(XLSX_TYPE) ? 'xlsx' : 'csv';
+      source = Readable.from([body]);
+    }
+    try {
+      const fileId = await this.store.save(
+        {
+          tenantId: actor.tenantId,
+          filename: `${entityCode}-import.${format}`,
+          contentType: format === 'csv' ? 'text/csv' : XLSX_TYPE,
+          createdBy: actor.user.userId,
+        },
+        (out) => pipeline(source, new FileCheck(format, truncated), out),
+      );
+      return { fileId, format };
+    } catch (err) {
+      throw fileTooLarge(err) ?? err;
+    } finally {
+      source.destroy();
+    }
   }
 
   @Get('imports/:importId')

@@ -12,7 +12,8 @@ import { isRecordId } from '../values';
 import { CreateRecord } from './create-record';
 import { DeleteRecord } from './delete-record';
 import { UpdateRecord } from './update-record';
-import { RecordWriteSupport } from './write-support';
+import { RecordWriteSupport, type UniqueValues } from './write-support';
+import type { AcceptedValue } from '../validation';
 
 export type BulkOperation = 'create' | 'update' | 'delete';
 
@@ -38,6 +39,12 @@ export interface BulkInput {
   allOrNone: boolean;
   /** Every row runs as a write would, then the transaction is rolled back (an import's dry run, D53). */
   dryRun?: boolean;
+  /**
+   * Runs in the transaction after the rows, when it is about to commit (not on a dry run or an
+   * all-or-none rollback), with every row's outcome: an import's idempotency record of the batch
+   * (D53) commits with its rows. Its bookkeeping belongs on `tx.config`; throwing rolls all back.
+   */
+  beforeCommit?: (tx: WriteTx, rows: BulkRowOutcome[]) => Promise<void>;
 }
 
 /** A row's outcome: the record as the single route answers it, or the domain error it met. */
@@ -122,6 +129,14 @@ export class BulkRecords {
     const done: Done[] = [];
     try {
       await s.withTransaction(ctx, async (tx) => {
+        // The unique values of the creates, locked and checked against the table once for all rows.
+        // Creates only: an update row may change a unique value, which only its own query sees.
+        const onlyCreates = input.rows.every((r) => (r.operation ?? input.operation) === 'create');
+        const creates = steps.flatMap((st) => (st instanceof AppError || !st.values ? [] : [st.values]));
+        const known =
+          onlyCreates && creates.length > 1
+            ? await s.preloadUniqueValues(tx, ctx.entity, ctx.tenantId, creates)
+            : undefined;
         for (const [index, step] of steps.entries()) {
           const id = input.rows[index].id ?? null;
           const rowId = id !== null && Number.isFinite(id) ? id : null;
@@ -130,7 +145,9 @@ export class BulkRecords {
             continue;
           }
           try {
-            const result = await s.repository.withinSavepoint(tx, 'bulk_row', () => step(tx));
+            const result = await s.repository.withinSavepoint(tx, 'bulk_row', () => step(tx, known));
+            // The row's unique values are taken once it stands (a row undone keeps none).
+            if (step.values) known?.add(step.values);
             outcomes[index] = { index, id: result.done.id, ok: true, ...result.answer };
             done.push(result.done);
           } catch (err) {
@@ -144,6 +161,7 @@ export class BulkRecords {
           }
         }
         if (input.dryRun || (input.allOrNone && outcomes.some((o) => !o.ok))) throw new RolledBack(outcomes);
+        await input.beforeCommit?.(tx, outcomes);
       });
     } catch (err) {
       if (err instanceof RolledBack) return summary(input.operation, false, err.rows);
@@ -163,11 +181,8 @@ export class BulkRecords {
    * routes take them: a row failing here gets its error; the others a function to run in the
    * transaction.
    */
-  private async prepareAll(
-    ctx: RecordContext,
-    input: BulkInput,
-  ): Promise<Array<AppError | ((tx: WriteTx) => Promise<{ done: Done; answer: Answer }>)>> {
-    const out: Array<AppError | ((tx: WriteTx) => Promise<{ done: Done; answer: Answer }>)> = [];
+  private async prepareAll(ctx: RecordContext, input: BulkInput): Promise<Array<AppError | Step>> {
+    const out: Array<AppError | Step> = [];
     for (const row of input.rows) {
       try {
         out.push(await this.prepare(ctx, input, row));
@@ -179,22 +194,20 @@ export class BulkRecords {
     return out;
   }
 
-  private async prepare(
-    ctx: RecordContext,
-    input: BulkInput,
-    row: BulkRowInput,
-  ): Promise<(tx: WriteTx) => Promise<{ done: Done; answer: Answer }>> {
+  private async prepare(ctx: RecordContext, input: BulkInput, row: BulkRowInput): Promise<Step> {
     switch (row.operation ?? input.operation) {
       case 'create': {
         const prepared = await this.creates.prepare(ctx, row.body);
-        return async (tx) => {
-          const done = await this.creates.inTransaction(ctx, tx, prepared);
+        const step: Step = async (tx, known) => {
+          const done = await this.creates.inTransaction(ctx, tx, prepared, {}, known);
           const record = this.creates.answer(ctx, done);
           return {
             done: { ...done, removed: [{ entity: ctx.entity, ids: [done.id] }] },
             answer: { record, lastModified: done.token },
           };
         };
+        step.values = prepared.checked.values;
+        return step;
       }
       case 'update': {
         const id = row.id ?? NaN;
@@ -225,6 +238,11 @@ export class BulkRecords {
 }
 
 type Answer = { record: Row | null; lastModified: string | null };
+
+/** A row's write in the transaction; a create's carries its accepted values (the batch's unique check). */
+type Step = ((tx: WriteTx, known?: UniqueValues) => Promise<{ done: Done; answer: Answer }>) & {
+  values?: AcceptedValue[];
+};
 
 function summary(operation: BulkOperation, committed: boolean, rows: BulkRowOutcome[]): BulkResult {
   const failed = rows.filter((r) => !r.ok).length;

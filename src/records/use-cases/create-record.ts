@@ -10,7 +10,7 @@ import { checkPayload } from '../validation';
 import { toDb } from '../values';
 import type { EntityAuditEntry } from '../audit.service';
 import type { WriteTx } from '../records-write.repository';
-import { RecordWriteSupport, snapshotFields, type WriteHooks } from './write-support';
+import { RecordWriteSupport, snapshotFields, type UniqueValues, type WriteHooks } from './write-support';
 
 /**
  * Create a record (spec §4.3 create rules 1-7, D4, D29): validation, unique-value locks, the checks
@@ -59,6 +59,7 @@ export class CreateRecord {
     tx: WriteTx,
     prepared: PreparedCreate,
     hooks: WriteHooks = {},
+    known?: UniqueValues,
   ): Promise<CreateDone> {
     // Asked again: this entry point may be called without prepare (a bulk row, a job).
     assertCanPerform('create', ctx);
@@ -68,7 +69,10 @@ export class CreateRecord {
     const now = Date.now();
     const fields = snapshotFields(entity);
     await s.lockUniqueValues(tx, entity, ctx.tenantId, checked.values);
-    const errors = [...checked.errors, ...(await s.checkAgainstDb(tx, entity, ctx.tenantId, checked.values))];
+    const errors = [
+      ...checked.errors,
+      ...(await s.checkAgainstDb(tx, entity, ctx.tenantId, checked.values, undefined, known)),
+    ];
     if (errors.length > 0) throw new ValidationError('Validation failed', errors);
     const row: Row = {};
     for (const v of checked.values) row[v.field.column] = toDb(v.field, v.value);

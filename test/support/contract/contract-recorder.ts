@@ -203,7 +203,9 @@ export function installContractHook(fastify: FastifyInstance, recorder: Contract
         method: request.method,
         url: request.url,
         requestHeaders: request.headers,
-        requestBody: request.body,
+        // A multipart body is streamed by its route (an import's file, D53), never parsed into
+        // request.body: it stands for the form of the one part the document names.
+        requestBody: isMultipart(request) ? { file: '(streamed part)' } : request.body,
         status: raw.statusCode,
         responseHeaders: {
           ...Object.fromEntries(Object.entries(head).map(([k, v]) => [k.toLowerCase(), v])),
@@ -215,4 +217,10 @@ export function installContractHook(fastify: FastifyInstance, recorder: Contract
     }) as typeof raw.end;
     done();
   });
+}
+
+/** Whether @fastify/multipart (registered by the app) saw a multipart body; false where it is not registered. */
+function isMultipart(request: FastifyRequest): boolean {
+  const probe = (request as FastifyRequest & { isMultipart?: () => boolean }).isMultipart;
+  return typeof probe === 'function' && probe.call(request);
 }
