@@ -13,7 +13,7 @@
 'use strict';
 const { randomBytes } = require('node:crypto');
 const { performance } = require('node:perf_hooks');
-const { envNumber, startService, signIn, stopService, json } = require('./bench/harness');
+const { envNumber, startService, signIn, stopService, json, createCustomers } = require('./bench/harness');
 
 const ROWS = envNumber('BENCH_BULK_ROWS', 1000);
 const ROUNDS = envNumber('BENCH_ROUNDS', 3);
@@ -82,26 +82,7 @@ async function bulk(ctx, rows, value) {
   try {
     const ready = await service.ready;
     const ctx = await signIn(ready, keyHex, service);
-    const stamp = Date.now();
-    const created = await json(
-      ctx.base,
-      {
-        method: 'POST',
-        path: '/api/v1/customers/bulk',
-        headers: ctx.jsonAuth,
-        body: JSON.stringify({
-          operation: 'create',
-          records: Array.from({ length: ROWS }, (_, i) => ({
-            name: `Bulk bench ${i}`,
-            email: `bulk-bench-${stamp}-${i}@acme.example`,
-            tier: 'silver',
-            credit_limit: 1000,
-          })),
-        }),
-      },
-      [200],
-    );
-    const rows = created.data.results.map((r) => ({ id: r.id, lastModified: r.lastModified }));
+    const rows = await createCustomers(ctx, ROWS, 'Bulk bench');
     const figures = { sequential: [], parallel: [], bulk: [] };
     for (let round = 0; round < ROUNDS; round++) {
       figures.sequential.push(BULK_ONLY ? NaN : await singles(ctx, rows, 2000 + round, 1));

@@ -15,7 +15,7 @@
 const { createServer } = require('node:http');
 const { randomBytes } = require('node:crypto');
 const { performance } = require('node:perf_hooks');
-const { envNumber, startService, signIn, stopService, json } = require('./bench/harness');
+const { envNumber, startService, signIn, stopService, json, createCustomers } = require('./bench/harness');
 
 const RATE = envNumber('BENCH_WEBHOOK_RATE', 500);
 const BATCH = envNumber('BENCH_WEBHOOK_BATCH', 25);
@@ -69,26 +69,7 @@ function receiver() {
   try {
     const ready = await service.ready;
     const ctx = await signIn(ready, keyHex, service);
-    const stamp = Date.now();
-    const created = await json(
-      ctx.base,
-      {
-        method: 'POST',
-        path: '/api/v1/customers/bulk',
-        headers: ctx.jsonAuth,
-        body: JSON.stringify({
-          operation: 'create',
-          records: Array.from({ length: ROWS }, (_, i) => ({
-            name: `Webhook bench ${i}`,
-            email: `webhook-bench-${stamp}-${i}@acme.example`,
-            tier: 'silver',
-            credit_limit: 1000,
-          })),
-        }),
-      },
-      [200],
-    );
-    const rows = created.data.results.map((r) => ({ id: r.id, lastModified: r.lastModified }));
+    const rows = await createCustomers(ctx, ROWS, 'Webhook bench');
     await json(
       ctx.base,
       {

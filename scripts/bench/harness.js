@@ -115,6 +115,33 @@ async function json(base, req, expected) {
   return JSON.parse(r.bytes.toString());
 }
 
+/**
+ * Creates `rows` customers of the demo tenant in one bulk request (`label` in their names and
+ * e-mails); their { id, lastModified } in order. The bulk limit must allow `rows`.
+ */
+async function createCustomers(ctx, rows, label) {
+  const stamp = Date.now();
+  const created = await json(
+    ctx.base,
+    {
+      method: 'POST',
+      path: '/api/v1/customers/bulk',
+      headers: ctx.jsonAuth,
+      body: JSON.stringify({
+        operation: 'create',
+        records: Array.from({ length: rows }, (_, i) => ({
+          name: `${label} ${i}`,
+          email: `${label.toLowerCase().replace(/\W+/g, '-')}-${stamp}-${i}@acme.example`,
+          tier: 'silver',
+          credit_limit: 1000,
+        })),
+      }),
+    },
+    [200],
+  );
+  return created.data.results.map((r) => ({ id: r.id, lastModified: r.lastModified }));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The service under test
 // ---------------------------------------------------------------------------------------------
@@ -188,4 +215,4 @@ function runInfo(pin) {
   return { date: new Date().toISOString(), git: gitInfo(), machine: machineInfo(), pinning: pin };
 }
 
-module.exports = { dist, envNumber, runInfo, pinning, spawnNode, ipcChild, runLoad, request, json, startService, signIn, stopService };
+module.exports = { dist, envNumber, runInfo, pinning, spawnNode, ipcChild, runLoad, request, json, createCustomers, startService, signIn, stopService };

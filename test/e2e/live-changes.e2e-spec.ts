@@ -227,8 +227,10 @@ describe('live changes (D55)', () => {
     await waitFor(async () => t.app.get(LiveChangesService).openStreams <= 5, 5_000);
     expect((await open('/api/v1/customers/changes', 'viewer')).status).toBe(200);
   });
-  it('should end open streams when the service shuts down, so neither the drain nor the close waits for them', async () => {
-    const other = await startTestApp({ label: 'live-changes-close' });
+
+  /** A second app of its own, listening, with one open stream of the admin's. */
+  async function appWithStream(label: string): Promise<{ other: TestApp; stream: Stream }> {
+    const other = await startTestApp({ label });
     await other.app.listen(0, '127.0.0.1');
     const port = (other.app.getHttpServer().address() as { port: number }).port;
     const admin = (await signin(other.app, TENANT.acme, 'admin@acme.test')).token;
@@ -238,6 +240,11 @@ describe('live changes (D55)', () => {
     );
     streams.push(stream);
     expect(stream.status).toBe(200);
+    return { other, stream };
+  }
+
+  it('should end open streams when the service shuts down, so neither the drain nor the close waits for them', async () => {
+    const { other, stream } = await appWithStream('live-changes-close');
     // The signal's first step (SIGTERM / SIGINT): the streams end before the HTTP drain begins.
     other.app.get(ReadinessService).markShuttingDown();
     await waitFor(async () => stream.ended, 5_000);
@@ -248,16 +255,7 @@ describe('live changes (D55)', () => {
   });
 
   it('should end open streams when the application closes without a signal (tests, embedding)', async () => {
-    const other = await startTestApp({ label: 'live-changes-close2' });
-    await other.app.listen(0, '127.0.0.1');
-    const port = (other.app.getHttpServer().address() as { port: number }).port;
-    const admin = (await signin(other.app, TENANT.acme, 'admin@acme.test')).token;
-    const stream = await new Stream().open(
-      `http://127.0.0.1:${port}/api/v1/customers/changes`,
-      authHeaders(TENANT.acme, admin),
-    );
-    streams.push(stream);
-    expect(stream.status).toBe(200);
+    const { other, stream } = await appWithStream('live-changes-close2');
     const started = Date.now();
     await other.close();
     expect(Date.now() - started).toBeLessThan(5_000);
