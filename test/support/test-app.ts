@@ -53,6 +53,11 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     // tenant's by default) is set to the tenant's, under which the files have always run. The
     // per-user limit's own tests set it (an empty value = the default).
     USER_RATE_LIMIT_POINTS: options.env?.RATE_LIMIT_POINTS ?? '1000',
+    // No load shedding (503 OVERLOADED) unless a test asks for it (the overload tests do): a test
+    // app shares its process and the machine with parallel test workers, whose bursts would shed
+    // an unrelated test's requests (seen: tenant-header-age answered 503 in a loaded CI run).
+    OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
+    OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: '0',
     ...db.env,
     ...options.env,
   });
