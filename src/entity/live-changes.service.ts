@@ -112,7 +112,11 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
     this.closeAll();
   }
 
+  /** Set when the shutdown began: a stream still opening is ended instead of registered. */
+  private closed = false;
+
   private closeAll(): void {
+    this.closed = true;
     for (const u of this.unsubscribe) u();
     this.unsubscribe.length = 0;
     if (this.heartbeat) clearInterval(this.heartbeat);
@@ -172,6 +176,11 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
           }
           stream.last = cursor;
         }
+      }
+      // The shutdown began while this stream was opening (its replay reads the database).
+      if (this.closed) {
+        stream.close();
+        return;
       }
       let set = this.byTenant.get(tenant);
       if (!set) this.byTenant.set(tenant, (set = new Set()));
