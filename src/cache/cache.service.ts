@@ -20,6 +20,11 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** How often the tier's channel connection is pinged while subscribed. */
+const TIER_PING_MS = 1000;
+/** A channel connection silent for this long no longer vouches for the tier (token state). */
+const TIER_SILENT_MS = 3000;
+
 export function createCacheStore(url: string | undefined, memoryMaxBytes?: number): CacheStore {
   return url ? new RedisCacheStore(url) : new MemoryCacheStore(60_000, Date.now, memoryMaxBytes);
 }
@@ -65,6 +70,23 @@ export class CacheService implements OnApplicationShutdown {
    * connection drops.
    */
   private tierLive = false;
+  /** When the channel's connection last answered a PING (every TIER_PING_MS while subscribed). */
+  private lastPong = 0;
+  private pinger?: NodeJS.Timeout;
+
+  /**
+   * The tier hears every change right now: subscribed, the channel's connection answered a PING
+   * lately (a connection that went silent without closing — a partition, a paused server — stops
+   * counting within TIER_SILENT_MS), and the main connection is up too.
+   */
+  private tierIsLive(): boolean {
+    return (
+      this.tierLive &&
+      Date.now() - this.lastPong < TIER_SILENT_MS &&
+      this.store instanceof RedisCacheStore &&
+      this.store.client.status === 'ready'
+    );
+  }
   private subscriber?: Redis;
   private closed = false;
   /** getShared's parsed values by key, with the text each was parsed from. */
@@ -141,7 +163,7 @@ export class CacheService implements OnApplicationShutdown {
    */
   peekText(key: string, { tier = true }: PeekOptions = {}): string | undefined {
     if (this.tier) {
-      const allowed = tier === 'live' ? this.tierLive : tier;
+      const allowed = tier === 'live' ? this.tierIsLive() : tier;
       return allowed && this.tier.holds(key) ? this.tier.get(key) : undefined;
     }
     return this.store instanceof MemoryCacheStore ? this.store.peek(key) : undefined;
@@ -299,6 +321,7 @@ export class CacheService implements OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     this.closed = true;
+    if (this.pinger) clearInterval(this.pinger);
     this.subscriber?.disconnect(false);
     this.subscriber = undefined;
     await this.store.close();
@@ -337,6 +360,7 @@ export class CacheService implements OnApplicationShutdown {
           if (this.closed || sub.status !== 'ready') return;
           // Changes published before the subscription took effect were not heard.
           this.tier?.clear();
+          this.lastPong = Date.now();
           this.tierLive = true;
         })
         .catch(() => undefined);
@@ -347,5 +371,15 @@ export class CacheService implements OnApplicationShutdown {
       if (message && message.o !== this.instanceId) this.tier?.apply(message);
     });
     sub.connect().catch(() => undefined);
+    this.pinger = setInterval(() => {
+      if (!this.tierLive || sub.status !== 'ready') return;
+      sub
+        .ping()
+        .then(() => {
+          this.lastPong = Date.now();
+        })
+        .catch(() => undefined);
+    }, TIER_PING_MS);
+    this.pinger.unref();
   }
 }
