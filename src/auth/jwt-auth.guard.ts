@@ -24,8 +24,12 @@ export const TOKEN_STATE_RECOVERED_EVENT = 'auth.token_state.recovered';
 type TokenState = { revoked: true; state: undefined } | { revoked: false; state: UserState };
 
 /** Synchronous reads of token state: the in-process store only, never Redis's local tier. */
-/** The tier answers token state only while it hears every instance's changes (CacheService). */
-const COHERENT = { tier: 'live' } as const;
+/**
+ * Token state never comes from Redis's local tier: with Redis it is read from Redis or the database
+ * on every request, so an outage fails closed (D46). (The tier's 'live' mode — only while its
+ * channel is subscribed and answering — still lost a race with a stopped Redis under load.)
+ */
+const COHERENT = { tier: false } as const;
 
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/;
 
