@@ -24,12 +24,7 @@ export const TOKEN_STATE_RECOVERED_EVENT = 'auth.token_state.recovered';
 type TokenState = { revoked: true; state: undefined } | { revoked: false; state: UserState };
 
 /** Synchronous reads of token state: the in-process store only, never Redis's local tier. */
-/**
- * Token state never comes from Redis's local tier: with Redis it is read from Redis or the database
- * on every request, so an outage fails closed (D46). (The tier's 'live' mode — only while its
- * channel is subscribed and answering — still lost a race with a stopped Redis under load.)
- */
-const COHERENT = { tier: false } as const;
+const STORE_ONLY = { tier: false } as const;
 
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/;
 
@@ -126,21 +121,19 @@ export class JwtAuthGuard implements CanActivate {
   }
 
   /**
-   * The token's state when this process holds both parts — the revocation flag and the user's
-   * state — without a promise; undefined when a read is needed (tokenState). The embedded
-   * default's store holds them; with Redis, the local tier answers only while its invalidation
-   * channel is subscribed (a revocation or role change on any instance drops the copy here within
-   * the channel's latency). When that connection drops, both are read from Redis or the database
-   * on every request, as tokenState does, so an outage fails closed (D46).
+   * The token's state when the in-process store (the embedded default's cache) holds both parts —
+   * the revocation flag and the user's state — without a promise; undefined when a read is needed
+   * (tokenState). Never Redis's local tier: with Redis, both are read from Redis or the database on
+   * every request, as tokenState does, so an outage fails closed (D46).
    */
   private heldTokenState(claims: AuthUser): TokenState | undefined {
-    const revoked = this.cache.peekShared<unknown>(this.cache.keys.revokedToken(claims.jti), COHERENT);
+    const revoked = this.cache.peekShared<unknown>(this.cache.keys.revokedToken(claims.jti), STORE_ONLY);
     // Known to be revoked: refused without asking anything else, as tokenState does.
     if (revoked === true) return { revoked: true, state: undefined };
     if (revoked !== false) return undefined;
     const state = this.cache.peekShared<unknown>(
       this.cache.keys.userState(claims.tenantId, claims.userId),
-      COHERENT,
+      STORE_ONLY,
     );
     return isUserState(state) ? { revoked: false, state } : undefined;
   }

@@ -20,11 +20,6 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** How often the tier's channel connection is pinged while subscribed. */
-const TIER_PING_MS = 1000;
-/** A channel connection silent for this long no longer vouches for the tier (token state). */
-const TIER_SILENT_MS = 3000;
-
 export function createCacheStore(url: string | undefined, memoryMaxBytes?: number): CacheStore {
   return url ? new RedisCacheStore(url) : new MemoryCacheStore(60_000, Date.now, memoryMaxBytes);
 }
@@ -41,13 +36,12 @@ export function createCacheStore(url: string | undefined, memoryMaxBytes?: numbe
 /** What a synchronous read may answer from. */
 export interface PeekOptions {
   /**
-   * Whether the local tier in front of Redis may answer (default true). 'live': only while its
-   * invalidation channel is subscribed, so that every change made on another instance reaches it
-   * — token revocation and user state, which must never be answered by a copy that may have
-   * missed an invalidation: without the channel they come from Redis or, in an outage, the
-   * database, and fail closed (D46). False: never. The embedded default's store always answers.
+   * Whether the local tier in front of Redis may answer (default true). False for what must come
+   * from the shared store or the database whenever Redis is there — token revocation and user
+   * state, which fail closed to the database during a Redis outage rather than trusting a copy
+   * that missed an invalidation (D46). The embedded default's store always answers.
    */
-  tier?: boolean | 'live';
+  tier?: boolean;
 }
 
 @Injectable()
@@ -64,29 +58,6 @@ export class CacheService implements OnApplicationShutdown {
   readonly tier?: LocalTier;
   private readonly tierChannel: string;
   private readonly instanceId = randomUUID();
-  /**
-   * Whether the tier hears every other instance's changes right now: from the moment its channel
-   * is subscribed (the tier cleared then, as a message may have been missed before) until that
-   * connection drops.
-   */
-  private tierLive = false;
-  /** When the channel's connection last answered a PING (every TIER_PING_MS while subscribed). */
-  private lastPong = 0;
-  private pinger?: NodeJS.Timeout;
-
-  /**
-   * The tier hears every change right now: subscribed, the channel's connection answered a PING
-   * lately (a connection that went silent without closing — a partition, a paused server — stops
-   * counting within TIER_SILENT_MS), and the main connection is up too.
-   */
-  private tierIsLive(): boolean {
-    return (
-      this.tierLive &&
-      Date.now() - this.lastPong < TIER_SILENT_MS &&
-      this.store instanceof RedisCacheStore &&
-      this.store.client.status === 'ready'
-    );
-  }
   private subscriber?: Redis;
   private closed = false;
   /** getShared's parsed values by key, with the text each was parsed from. */
@@ -162,10 +133,7 @@ export class CacheService implements OnApplicationShutdown {
    * promise for them (issue 14: with the async-local scope every promise costs a hook).
    */
   peekText(key: string, { tier = true }: PeekOptions = {}): string | undefined {
-    if (this.tier) {
-      const allowed = tier === 'live' ? this.tierIsLive() : tier;
-      return allowed && this.tier.holds(key) ? this.tier.get(key) : undefined;
-    }
+    if (this.tier) return tier && this.tier.holds(key) ? this.tier.get(key) : undefined;
     return this.store instanceof MemoryCacheStore ? this.store.peek(key) : undefined;
   }
 
@@ -321,7 +289,6 @@ export class CacheService implements OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     this.closed = true;
-    if (this.pinger) clearInterval(this.pinger);
     this.subscriber?.disconnect(false);
     this.subscriber = undefined;
     await this.store.close();
@@ -345,25 +312,10 @@ export class CacheService implements OnApplicationShutdown {
     this.subscriber = sub;
     let connectedBefore = false;
     sub.on('error', () => undefined);
-    const down = () => {
-      this.tierLive = false;
-    };
-    sub.on('close', down);
-    sub.on('end', down);
-    sub.on('reconnecting', down);
     sub.on('ready', () => {
       if (connectedBefore) this.tier?.clear();
       connectedBefore = true;
-      sub
-        .subscribe(this.tierChannel)
-        .then(() => {
-          if (this.closed || sub.status !== 'ready') return;
-          // Changes published before the subscription took effect were not heard.
-          this.tier?.clear();
-          this.lastPong = Date.now();
-          this.tierLive = true;
-        })
-        .catch(() => undefined);
+      sub.subscribe(this.tierChannel).catch(() => undefined);
     });
     sub.on('message', (channel: string, raw: string) => {
       if (channel !== this.tierChannel || this.closed) return;
@@ -371,15 +323,5 @@ export class CacheService implements OnApplicationShutdown {
       if (message && message.o !== this.instanceId) this.tier?.apply(message);
     });
     sub.connect().catch(() => undefined);
-    this.pinger = setInterval(() => {
-      if (!this.tierLive || sub.status !== 'ready') return;
-      sub
-        .ping()
-        .then(() => {
-          this.lastPong = Date.now();
-        })
-        .catch(() => undefined);
-    }, TIER_PING_MS);
-    this.pinger.unref();
   }
 }
