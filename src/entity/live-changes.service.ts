@@ -88,8 +88,8 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
     this.readiness.onShuttingDown(() => this.closeAll());
     this.telemetry.openStreams = () => this.openStreams;
     this.unsubscribe.push(
-      this.outbox.onCommitted((events) => {
-        for (const t of new Set(events.map((e) => e.tenantId))) this.signal(t);
+      this.outbox.onCommitted((tenantIds) => {
+        for (const t of tenantIds) this.signal(t);
       }),
       this.collectionEvents.subscribe((event) => {
         this.signal(event.tenantId);

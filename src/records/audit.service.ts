@@ -28,6 +28,12 @@ export interface EntityAuditEntry {
   operationId: string;
 }
 
+/** What the structured audit log line of a change says (after its commit). */
+export type AuditLine = Pick<
+  EntityAuditEntry,
+  'event' | 'tenantId' | 'userId' | 'entityCode' | 'recordId' | 'requestId'
+>;
+
 /** Whether the profile's audit flags (spec 2.6.1, D29) ask for this event. */
 export function auditWanted(policy: AuditPolicy, event: EntityAuditEvent): boolean {
   if (!policy.enabled) return false;
@@ -73,7 +79,7 @@ export class EntityAuditService {
   }
 
   /** The structured log event (spec §6: tenantId and userId on every entry); after the commit. */
-  log(entry: EntityAuditEntry): void {
+  log(entry: AuditLine): void {
     const { event, tenantId, userId, entityCode, recordId, requestId } = entry;
     this.logger.log({ event, tenantId, userId, entityCode, recordId, requestId }, event);
   }

@@ -18,7 +18,8 @@ import type { Row } from './records-read.repository';
 import { scoped } from './query/select';
 import { col, ScopeRule, tenantScope } from './scope';
 import { OutboxRepository } from './outbox/outbox.repository';
-import type { OutboxEvent, PendingEvent } from './outbox/outbox.types';
+import { EventSpill } from './outbox/event-spill';
+import type { PendingEvent } from './outbox/outbox.types';
 
 /** A row as loaded for a write: its fields by name plus the raw concurrency and audit columns. */
 export interface WriteRow {
@@ -41,8 +42,39 @@ export class WriteTx {
    * they commit with it, or not at all). Every records write adds its events here.
    */
   readonly events: PendingEvent[] = [];
-  /** The events as committed (ids and sequences), once the transaction has committed. */
-  committedEvents: OutboxEvent[] = [];
+  /** Events moved to disk by `spillEvents` (a long transaction of many batches). */
+  private spill?: EventSpill;
+
+  /**
+   * Moves the events emitted so far out of memory (an all-or-none import between its batches, D53):
+   * they are appended before the ones emitted later, at the same point of the transaction. Only
+   * between savepoints (a savepoint's undo drops the events emitted inside it), one tenant only.
+   */
+  async spillEvents(tenantId: string): Promise<void> {
+    if (this.events.length === 0) return;
+    if (this.events.some((e) => e.tenantId !== tenantId)) return;
+    this.spill ??= new EventSpill(tenantId);
+    if (this.spill.tenantId !== tenantId) return;
+    await this.spill.add(this.events);
+    this.events.length = 0;
+  }
+
+  /** The events on disk, if any (the outbox append reads them back). */
+  get spilled(): EventSpill | undefined {
+    return this.spill;
+  }
+
+  /** Whether the write added any event. */
+  get hasEvents(): boolean {
+    return this.events.length > 0 || (this.spill?.count ?? 0) > 0;
+  }
+
+  /** The tenants of the write's events. */
+  get eventTenants(): Set<string> {
+    const out = new Set(this.events.map((e) => e.tenantId));
+    if (this.spill && this.spill.count > 0) out.add(this.spill.tenantId);
+    return out;
+  }
 
   constructor(
     readonly data: QueryRunner,
@@ -148,7 +180,8 @@ export class RecordsWriteRepository {
         const result = await work(tx);
         // D54: the outbox rows last, after every other lock of the write, on the configuration
         // database beside the audit rows; the tenant's sequence stays locked until the commit.
-        if (tx.events.length > 0) tx.committedEvents = await this.outbox.append(config, tx.events);
+        const withEvents = tx.hasEvents;
+        if (withEvents) await this.outbox.append(config, tx.events, tx.spilled);
         if (tx.spansTwoDatabases) {
           await data.commitTransaction();
           try {
@@ -162,7 +195,7 @@ export class RecordsWriteRepository {
         } else {
           await config.commitTransaction();
         }
-        if (tx.committedEvents.length > 0) this.outbox.committed(tx.committedEvents);
+        if (withEvents) this.outbox.committed(tx.eventTenants);
         return result;
       } catch (err) {
         for (const qr of new Set([data, config])) {
@@ -171,6 +204,7 @@ export class RecordsWriteRepository {
         throw err;
       } finally {
         if (tx) await this.releaseLocks(tx);
+        await tx?.spilled?.dispose();
         await data.release();
         if (data !== config) await config.release();
       }

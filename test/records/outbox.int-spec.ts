@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import type { DataSource } from 'typeorm';
 import { UsersRepository } from '../../src/auth/users.repository';
 import { DatabaseService } from '../../src/database/database.service';
@@ -290,6 +291,61 @@ describe('Outbox (D54)', () => {
     // Other tenants' recent events are untouched.
     expect((await eventsOf(TENANT.globex)).length).toBeGreaterThan(0);
   });
+  it('should append the events a long transaction moved to disk before the later ones, and forget them on a rollback', async () => {
+    const event = (n: number): PendingEvent => ({
+      tenantId: TENANT.initech,
+      action: 'created',
+      entityCode: 'customers',
+      recordId: n,
+      occurredAt: Date.now(),
+      actor: { userId: null, email: null },
+      requestId: null,
+      changes: ['name'],
+      record: { name: `spilled ${n}`, at: new Date(0) },
+    });
+    const writes = t.app.get(RecordsWriteRepository);
+    const start = await outbox.lastSequence(TENANT.initech);
+    let spillFile: string | undefined;
+    await writes.transaction(ds, async (tx) => {
+      for (let n = 1; n <= 3; n++) tx.emit(event(n));
+      await tx.spillEvents(TENANT.initech);
+      expect(tx.events).toHaveLength(0);
+      for (let n = 4; n <= 5; n++) tx.emit(event(n));
+      await tx.spillEvents(TENANT.initech);
+      // A savepoint undone after the spill drops only its own events.
+      await expect(
+        writes.withinSavepoint(tx, 'spill_test', () => {
+          tx.emit(event(99));
+          return Promise.reject(new Error('undone'));
+        }),
+      ).rejects.toThrow('undone');
+      tx.emit(event(6));
+      spillFile = (tx.spilled as unknown as { dir?: string }).dir;
+      expect(spillFile && existsSync(spillFile)).toBe(true);
+    });
+    const after = await outbox.readAfter(TENANT.initech, start, 100);
+    expect(after.map((e) => [e.sequence, e.recordId])).toEqual(
+      [1, 2, 3, 4, 5, 6].map((n, i) => [start + 1 + i, n]),
+    );
+    expect(after[0].record).toEqual({ name: 'spilled 1', at: new Date(0).toISOString() });
+    // The spill's file is gone once the transaction has ended.
+    expect(existsSync(spillFile!)).toBe(false);
+
+    // Rolled back: no event, spilled or not, and the file is gone too.
+    const mid = await outbox.lastSequence(TENANT.initech);
+    await expect(
+      writes.transaction(ds, async (tx) => {
+        tx.emit(event(7));
+        await tx.spillEvents(TENANT.initech);
+        tx.emit(event(8));
+        spillFile = (tx.spilled as unknown as { dir?: string }).dir;
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    expect(await outbox.readAfter(TENANT.initech, mid, 100)).toEqual([]);
+    expect(existsSync(spillFile!)).toBe(false);
+  });
+
   it("should let a tenant's concurrent first writers create its counter together: none deadlocks or is refused busy", async () => {
     // The tenant starts over with no counter row (as a new tenant does), and a burst of writers
     // arrives at once — on MariaDB a create-then-update of the row deadlocked two of them.

@@ -9,13 +9,17 @@ import { RecordContextFactory } from '../../records/record-context.factory';
 import { BulkRecords, type BulkRowInput } from '../../records/use-cases/bulk-records';
 import { ListRecords, ReadRecord } from '../../records/use-cases/read-records';
 import { expectedToken, LAST_MODIFIED_KEY } from '../../records/concurrency-token';
+import { coerce } from '../../records/query/coerce';
+import { MAX_IN_VALUES } from '../../records/query/conditions';
+import { uniqueKey } from '../../records/use-cases/write-support';
 import type { Row } from '../../records/records-read.repository';
 import { assertCanPerform } from '../../profile/access/can-perform';
 import { TenantLookupService } from '../../tenant/tenant-lookup.service';
 import { isTenantActive } from '../../tenant/tenants.repository';
 import { EXPORT_STORE, type ExportStore } from '../download/export-store';
 import { type BatchCounts, type BatchReport, ImportBatchesRepository } from './import-batches.repository';
-import { fileRows } from './import-file';
+import { type FileRow, fileRows } from './import-file';
+import { JsonLinesSpill } from '../../common/spill/json-lines-spill';
 import {
   BATCH_ROWS,
   IMPORT_JOB_KIND,
@@ -68,10 +72,6 @@ export class ImportJob implements JobHandler, OnModuleInit {
     if (key) assertCanPerform('update', ctx);
     const total = await this.count(job, input);
     await run.progress(0, total);
-    // The batches an earlier claim of this job committed (none for a dry run, which commits nothing).
-    const recorded = input.dryRun
-      ? new Map<number, BatchCounts>()
-      : await this.batches.committed(job.tenantId, job.id);
     const result: ImportResult = {
       total,
       created: 0,
@@ -81,53 +81,130 @@ export class ImportJob implements JobHandler, OnModuleInit {
       errors: [],
       ignoredColumns: [],
     };
-    // Reports of batches that commit no record (abort that failed, dry run): kept as they come.
-    const unrecorded: BatchReport[] = [];
-    const add = (c: BatchCounts) => {
-      result.created += c.created;
-      result.updated += c.updated;
-      result.skipped += c.skipped;
-      result.failed += c.failed;
-    };
     const reader = new RowReader(ctx, input.mapping, key);
-    const size = input.onError === 'skip' ? BATCH_ROWS : Infinity;
-    let batch: PendingRow[] = [];
+    // The failed rows of work that commits no record (an abort rolled back, a dry run), on disk
+    // until the error file is written: a file of bad rows is never held in memory.
+    const unrecorded = new JsonLinesSpill<BatchReport>('import-report-');
+    try {
+      const batches = batchesOf(reader, await this.rows(job, input));
+      const job$: ImportRun = { ctx, job, input, key, total, run, unrecorded, processed: 0 };
+      const counts =
+        input.onError === 'abort'
+          ? await this.writeAtOnce(job$, batches)
+          : await this.writeInBatches(job$, batches);
+      for (const c of counts) {
+        result.created += c.created;
+        result.updated += c.updated;
+        result.skipped += c.skipped;
+        result.failed += c.failed;
+      }
+      result.ignoredColumns = reader.ignored;
+      if (result.failed > 0) {
+        const reports =
+          unrecorded.count > 0 ? flatten(unrecorded.read(1)) : this.batches.reports(job.tenantId, job.id);
+        result.errorFileUrl = await writeErrorFile(
+          this.store,
+          {
+            tenantId: ctx.tenantId,
+            filename: `${ctx.entity.code}-import-${job.id}-errors.csv`,
+            createdBy: job.createdBy ?? 0,
+          },
+          reader.header,
+          reports,
+          result.errors,
+        );
+      }
+      return result;
+    } finally {
+      await unrecorded.dispose();
+    }
+  }
+
+  /**
+   * onError=skip: a transaction and an idempotency record per batch of BATCH_ROWS rows; the batches
+   * an earlier claim of this job committed are read, not written (none for a dry run).
+   */
+  private async writeInBatches(r: ImportRun, batches: AsyncIterable<PendingRow[]>): Promise<BatchCounts[]> {
+    const recorded = r.input.dryRun
+      ? new Map<number, BatchCounts>()
+      : await this.batches.committed(r.job.tenantId, r.job.id);
+    const out: BatchCounts[] = [];
     let number = 0;
-    let processed = 0;
-    const flush = async (): Promise<void> => {
-      if (batch.length === 0) return;
-      const rows = batch;
-      batch = [];
+    for await (const rows of batches) {
       number++;
-      const done = recorded.get(number) ?? (await this.write(ctx, job, input, key, number, rows, unrecorded));
-      add(done);
-      processed += rows.length;
-      await run.progress(processed, total);
-    };
-    for await (const line of await this.rows(job, input)) {
-      const row = reader.read(line);
-      if (!row) continue;
-      batch.push(row);
-      if (batch.length >= size) await flush();
+      out.push(recorded.get(number) ?? (await this.writeBatch(r, number, rows)));
+      await this.advance(r, rows.length);
     }
-    await flush();
-    result.ignoredColumns = reader.ignored;
-    if (result.failed > 0) {
-      const reports =
-        unrecorded.length > 0 ? fromArray(unrecorded) : this.batches.reports(job.tenantId, job.id);
-      result.errorFileUrl = await writeErrorFile(
-        this.store,
+    return out;
+  }
+
+  /**
+   * onError=abort: the whole file in one transaction, fed to it a batch at a time (bulk session:
+   * memory holds one batch, not the file); any failed row rolls everything back. Its idempotency
+   * record is batch 1, committed with the rows: a claim after a commit writes nothing again.
+   */
+  private async writeAtOnce(r: ImportRun, batches: AsyncIterable<PendingRow[]>): Promise<BatchCounts[]> {
+    const done = r.input.dryRun ? undefined : (await this.batches.committed(r.job.tenantId, r.job.id)).get(1);
+    if (done) {
+      for await (const rows of batches) await this.advance(r, rows.length);
+      return [done];
+    }
+    const counts: BatchCounts = { batch: 1, rows: 0, created: 0, updated: 0, skipped: 0, failed: 0 };
+    let committed: boolean;
+    try {
+      committed = await this.bulk.session(
+        r.ctx,
         {
-          tenantId: ctx.tenantId,
-          filename: `${ctx.entity.code}-import-${job.id}-errors.csv`,
-          createdBy: job.createdBy ?? 0,
+          operation: r.key ? 'update' : 'create',
+          cascade: false,
+          allOrNone: true,
+          dryRun: r.input.dryRun,
+          beforeCommit: (tx) =>
+            this.batches.record(
+              tx.config,
+              r.ctx.tenantId,
+              r.job.id,
+              counts,
+              { errors: [], failed: [] },
+              Date.now(),
+            ),
         },
-        reader.header,
-        reports,
-        result.errors,
+        async (write) => {
+          for await (const rows of batches) {
+            const inputs = await this.inputsOf(r, rows);
+            const outcomes = await write(inputs);
+            const updates = inputs.map((i) => i.operation === 'update');
+            const { counts: c, report } = summarize(1, rows, updates, outcomes, false);
+            addCounts(counts, c);
+            if (c.failed > 0) await r.unrecorded.add([report]);
+            await this.advance(r, rows.length);
+          }
+        },
       );
+    } catch (err) {
+      const other = (await this.batches.committed(r.job.tenantId, r.job.id)).get(1);
+      if (other) return [other];
+      throw err;
     }
-    return result;
+    // A dry run counts what would have been written; a rolled-back abort counts its good rows skipped.
+    if (!committed && !r.input.dryRun) {
+      counts.skipped += counts.created + counts.updated;
+      counts.created = 0;
+      counts.updated = 0;
+    }
+    return [counts];
+  }
+
+  private async advance(r: ImportRun, rows: number): Promise<void> {
+    r.processed += rows;
+    await r.run.progress(r.processed, r.total);
+  }
+
+  /** A batch's rows as the bulk write takes them: creates, or (upsert) updates of the records found. */
+  private async inputsOf(r: ImportRun, rows: PendingRow[]): Promise<BulkRowInput[]> {
+    return r.key
+      ? this.upsertRows(r.ctx, r.key, rows)
+      : rows.map((row) => ({ operation: 'create', body: row.body }));
   }
 
   /** The caller the job acts as, rebuilt from its ids (tenant active, feature on, user set). */
@@ -146,80 +223,103 @@ export class ImportJob implements JobHandler, OnModuleInit {
   }
 
   /**
-   * One batch through the bulk write path; when it commits, its idempotency record commits with it.
-   * A batch another claim of the job committed meanwhile (its lease ran out while it wrote) fails on
-   * the record's unique index: that claim's record stands.
+   * onError=skip: one batch through the bulk write path; when it commits, its idempotency record
+   * commits with it. A batch another claim of the job committed meanwhile (its lease ran out while it
+   * wrote) fails on the record's unique index: that claim's record stands.
    */
-  private async write(
-    ctx: RecordContext,
-    job: ClaimedJob,
-    input: ImportJobInput,
-    key: string | null,
-    number: number,
-    rows: PendingRow[],
-    unrecorded: BatchReport[],
-  ): Promise<BatchCounts> {
-    const inputs: BulkRowInput[] = key
-      ? await this.upsertRows(ctx, key, rows)
-      : rows.map((r) => ({ operation: 'create', body: r.body }));
-    const updates = inputs.map((r) => r.operation === 'update');
+  private async writeBatch(r: ImportRun, number: number, rows: PendingRow[]): Promise<BatchCounts> {
+    const inputs = await this.inputsOf(r, rows);
+    const updates = inputs.map((i) => i.operation === 'update');
     let outcome;
     try {
-      outcome = await this.bulk.execute(ctx, {
-        operation: key ? 'update' : 'create',
+      outcome = await this.bulk.execute(r.ctx, {
+        operation: r.key ? 'update' : 'create',
         rows: inputs,
         cascade: false,
-        allOrNone: input.onError === 'abort',
-        dryRun: input.dryRun,
+        allOrNone: false,
+        dryRun: r.input.dryRun,
         beforeCommit: async (tx, outcomes) => {
           const { counts, report } = summarize(number, rows, updates, outcomes, false);
-          await this.batches.record(tx.config, ctx.tenantId, job.id, counts, report, Date.now());
+          await this.batches.record(tx.config, r.ctx.tenantId, r.job.id, counts, report, Date.now());
         },
       });
     } catch (err) {
-      const other = (await this.batches.committed(job.tenantId, job.id)).get(number);
+      const other = (await this.batches.committed(r.job.tenantId, r.job.id)).get(number);
       if (other) return other;
       throw err;
     }
-    // A dry run counts what would have been written; a rolled-back abort counts its good rows skipped.
-    const rolledBack = !outcome.committed && !input.dryRun;
-    const { counts, report } = summarize(number, rows, updates, outcome.rows, rolledBack);
-    if (!outcome.committed && counts.failed > 0) unrecorded.push(report);
+    const { counts, report } = summarize(number, rows, updates, outcome.rows, false);
+    if (!outcome.committed && counts.failed > 0) await r.unrecorded.add([report]);
     return counts;
   }
 
   /**
    * upsert: each row's key finds the record it updates (with its current token) in the caller's
-   * scope, or none and the row creates one. A row without a key value fails with that error.
+   * scope, or none and the row creates one. Unique field keys are looked up MAX_IN_VALUES at a time
+   * (one `in` query each, the list use case's scope and checks); ids, and a key field the caller
+   * sees masked, one row at a time. A value the field cannot hold finds nothing (the row's create
+   * then reports it).
    */
   private async upsertRows(ctx: RecordContext, key: string, rows: PendingRow[]): Promise<BulkRowInput[]> {
-    const out: BulkRowInput[] = [];
-    for (const r of rows) {
-      // No key value: the row is a new record.
-      if (r.key === undefined || r.key === null) {
-        out.push({ operation: 'create', body: r.body });
-        continue;
+    const found = await this.findByKey(ctx, key, rows);
+    return rows.map((r) => {
+      const hit = r.key === undefined || r.key === null ? undefined : found.get(r);
+      if (!hit) return { operation: 'create', body: r.body };
+      return {
+        operation: 'update',
+        id: Number(hit.id),
+        body: r.body,
+        expected: expectedToken(hit[LAST_MODIFIED_KEY], undefined),
+      };
+    });
+  }
+
+  private async findByKey(
+    ctx: RecordContext,
+    key: string,
+    rows: PendingRow[],
+  ): Promise<Map<PendingRow, Row>> {
+    const out = new Map<PendingRow, Row>();
+    const keyed = rows.filter((r) => r.key !== undefined && r.key !== null);
+    const field = ctx.entity.fields.find((f) => f.name === key);
+    if (!field || ctx.policy.masking[field.name]) {
+      for (const r of keyed) {
+        const hit = field ? await this.listOne(ctx, key, r.key) : await this.readOne(ctx, Number(r.key));
+        if (hit) out.set(r, hit);
       }
-      const found =
-        key === 'id'
-          ? await this.readOne(ctx, Number(r.key))
-          : (
-              await this.lists.execute(ctx, {
-                filters: [{ field: key, operator: 'equals', value: r.key }],
-                sort: [],
-                page: { kind: 'offset', limit: 1, skip: 0 },
-              })
-            ).records[0];
-      if (!found) out.push({ operation: 'create', body: r.body });
-      else
-        out.push({
-          operation: 'update',
-          id: Number(found.id),
-          body: r.body,
-          expected: expectedToken(found[LAST_MODIFIED_KEY], undefined),
-        });
+      return out;
+    }
+    // The values the field can hold, by their unique form (e-mail addresses compare case-blind).
+    const byValue = new Map<string, PendingRow[]>();
+    const valueOf = new Map<string, unknown>();
+    for (const r of keyed) {
+      const c = coerce(field, r.key);
+      if (c.error || c.value === null || c.value === undefined) continue;
+      const k = uniqueKey(field, c.value);
+      byValue.set(k, [...(byValue.get(k) ?? []), r]);
+      valueOf.set(k, c.value);
+    }
+    const values = [...byValue.keys()];
+    for (let i = 0; i < values.length; i += MAX_IN_VALUES) {
+      const slice = values.slice(i, i + MAX_IN_VALUES);
+      const page = await this.lists.execute(ctx, {
+        filters: [{ field: key, operator: 'in', value: slice.map((k) => valueOf.get(k)) }],
+        sort: [],
+        page: { kind: 'offset', limit: slice.length, skip: 0 },
+      });
+      for (const record of page.records)
+        for (const r of byValue.get(uniqueKey(field, record[key])) ?? []) out.set(r, record);
     }
     return out;
+  }
+
+  private async listOne(ctx: RecordContext, key: string, value: unknown): Promise<Row | undefined> {
+    const page = await this.lists.execute(ctx, {
+      filters: [{ field: key, operator: 'equals', value }],
+      sort: [],
+      page: { kind: 'offset', limit: 1, skip: 0 },
+    });
+    return page.records[0];
   }
 
   private async readOne(ctx: RecordContext, id: number): Promise<Row | undefined> {
@@ -255,6 +355,41 @@ export class ImportJob implements JobHandler, OnModuleInit {
   }
 }
 
-async function* fromArray<T>(items: T[]): AsyncGenerator<T> {
-  for (const item of items) yield item;
+/** What one run of an import job carries from step to step. */
+interface ImportRun {
+  ctx: RecordContext;
+  job: ClaimedJob;
+  input: ImportJobInput;
+  key: string | null;
+  total: number;
+  run: JobRun;
+  unrecorded: JsonLinesSpill<BatchReport>;
+  processed: number;
+}
+
+/** The file's data rows, BATCH_ROWS at a time. */
+async function* batchesOf(reader: RowReader, lines: AsyncIterable<FileRow>): AsyncGenerator<PendingRow[]> {
+  let batch: PendingRow[] = [];
+  for await (const line of lines) {
+    const row = reader.read(line);
+    if (!row) continue;
+    batch.push(row);
+    if (batch.length >= BATCH_ROWS) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length > 0) yield batch;
+}
+
+async function* flatten<T>(chunks: AsyncIterable<T[]>): AsyncGenerator<T> {
+  for await (const chunk of chunks) yield* chunk;
+}
+
+function addCounts(into: BatchCounts, c: BatchCounts): void {
+  into.rows += c.rows;
+  into.created += c.created;
+  into.updated += c.updated;
+  into.skipped += c.skipped;
+  into.failed += c.failed;
 }

@@ -5,6 +5,7 @@ import { DatabaseService } from '../../database/database.service';
 import { advanceCounter } from '../../database/dialect/counter';
 import { fromDbTimestamp, toDbTimestamp } from '../../database/dialect/timestamps';
 import { tenantNumberOf } from '../../database/scope/tenant-rows';
+import type { EventSpill } from './event-spill';
 import type { OutboxEvent, PendingEvent } from './outbox.types';
 
 const EVENTS = 'app_events';
@@ -36,22 +37,22 @@ function parseJson<T>(value: unknown, fallback: T): T {
 export class OutboxRepository {
   /** Tenants whose counter row is known to exist (it is never removed). */
   private readonly counted = new Set<number>();
-  private readonly listeners = new Set<(events: readonly OutboxEvent[]) => void>();
+  private readonly listeners = new Set<(tenantIds: ReadonlySet<string>) => void>();
 
   /**
-   * Calls `listener` after each commit of this process that added events (the webhook worker
-   * wakes up, the live changes of D55 can fan out); the unsubscribe function.
+   * Calls `listener` with the tenants whose events a commit of this process added (the webhook
+   * worker wakes up, the live changes of D55 read them from the outbox); the unsubscribe function.
    */
-  onCommitted(listener: (events: readonly OutboxEvent[]) => void): () => void {
+  onCommitted(listener: (tenantIds: ReadonlySet<string>) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
   /** Called by the write path once a transaction with events has committed. */
-  committed(events: readonly OutboxEvent[]): void {
+  committed(tenantIds: ReadonlySet<string>): void {
     for (const l of this.listeners) {
       try {
-        l(events);
+        l(tenantIds);
       } catch {
         // A listener's failure is its own; the write has committed.
       }
@@ -60,8 +61,14 @@ export class OutboxRepository {
 
   constructor(private readonly database: DatabaseService) {}
 
-  async append(qr: QueryRunner, events: readonly PendingEvent[]): Promise<OutboxEvent[]> {
+  /**
+   * The write's events, numbered in the order they were emitted: first those a long transaction
+   * moved to disk (`spill`, one tenant), then those still in memory. Returns the in-memory ones as
+   * committed (ids and sequences).
+   */
+  async append(qr: QueryRunner, events: readonly PendingEvent[], spill?: EventSpill): Promise<OutboxEvent[]> {
     const byTenant = new Map<number, PendingEvent[]>();
+    if (spill && spill.count > 0) byTenant.set(tenantNumberOf(spill.tenantId), []);
     for (const e of events) {
       const t = tenantNumberOf(e.tenantId);
       byTenant.set(t, [...(byTenant.get(t) ?? []), e]);
@@ -70,18 +77,24 @@ export class OutboxRepository {
     // Counter rows are locked in tenant order, so two multi-tenant writes cannot deadlock.
     for (const tenant of [...byTenant.keys()].sort((a, b) => a - b)) {
       const list = byTenant.get(tenant)!;
-      const last = await this.take(qr, tenant, list.length);
-      const first = last - list.length + 1;
-      const rows = list.map((e, i) => this.toRow(e, tenant, first + i));
-      for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-        const chunk = rows.slice(i, i + INSERT_CHUNK);
-        await qr.connection
-          .createQueryBuilder(qr)
-          .insert()
-          .into(EVENTS, Object.keys(chunk[0]))
-          .values(chunk)
-          .execute();
-      }
+      const fromDisk = spill && tenantNumberOf(spill.tenantId) === tenant ? spill.count : 0;
+      const last = await this.take(qr, tenant, list.length + fromDisk);
+      let next = last - list.length - fromDisk + 1;
+      const insert = async (pending: readonly PendingEvent[]): Promise<Raw[]> => {
+        const rows = pending.map((e) => this.toRow(e, tenant, next++));
+        for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+          const chunk = rows.slice(i, i + INSERT_CHUNK);
+          await qr.connection
+            .createQueryBuilder(qr)
+            .insert()
+            .into(EVENTS, Object.keys(chunk[0]))
+            .values(chunk)
+            .execute();
+        }
+        return rows;
+      };
+      if (fromDisk > 0) for await (const chunk of spill!.read(INSERT_CHUNK * 10)) await insert(chunk);
+      const rows = await insert(list);
       out.push(...rows.map((r, i) => this.fromPending(list[i], r)));
     }
     return out;

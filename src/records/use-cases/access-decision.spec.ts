@@ -152,7 +152,7 @@ const WALK: Record<string, { internal: string[]; calls: Record<string, [string, 
     },
   },
   BulkRecords: {
-    internal: ['prepareAll', 'prepare'],
+    internal: ['prepareAll', 'prepare', 'writeRows'],
     calls: {
       execute: [
         'update',
@@ -163,6 +163,17 @@ const WALK: Record<string, { internal: string[]; calls: Record<string, [string, 
             cascade: false,
             allOrNone: false,
           }),
+      ],
+      session: [
+        'create',
+        (ctx) =>
+          new BulkRecords(untouchable, untouchable, untouchable, untouchable).session(
+            ctx,
+            { operation: 'create', cascade: false, allOrNone: true },
+            async (write) => {
+              await write([{ body: { name: 'x' } }]);
+            },
+          ),
       ],
     },
   },

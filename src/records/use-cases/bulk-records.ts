@@ -3,7 +3,7 @@ import { AppError, ValidationError } from '../../common/errors/app-error';
 import { translateDbError } from '../../database/dialect/constraint-errors';
 import { assertCanPerform, type RecordAction } from '../../profile/access/can-perform';
 import type { EntityInfo } from '../../registry/registry.types';
-import type { EntityAuditEntry } from '../audit.service';
+import type { AuditLine, EntityAuditEntry } from '../audit.service';
 import type { ExpectedToken } from '../concurrency-token';
 import type { RecordContext } from '../record-context';
 import type { Row } from '../records-read.repository';
@@ -72,12 +72,35 @@ export interface BulkResult {
 
 /** Thrown inside the transaction to roll an all-or-none bulk back; caught right outside it. */
 class RolledBack extends Error {
-  constructor(readonly rows: BulkRowOutcome[]) {
+  constructor() {
     super('bulk rolled back');
   }
 }
 
 type Done = { id: number; entry: EntityAuditEntry; removed: Array<{ entity: EntityInfo; ids: number[] }> };
+
+/**
+ * What a committed bulk still does after its commit, kept small per row (a session may write a
+ * whole file): each row's audit log line without its values, and the ids per entity touched.
+ */
+class AfterCommit {
+  readonly lines: AuditLine[] = [];
+  private readonly byEntity = new Map<string, { entity: EntityInfo; ids: number[] }>();
+
+  add(done: Done): void {
+    const { event, tenantId, userId, entityCode, recordId, requestId } = done.entry;
+    this.lines.push({ event, tenantId, userId, entityCode, recordId, requestId });
+    for (const r of done.removed) {
+      const x = this.byEntity.get(r.entity.code) ?? { entity: r.entity, ids: [] };
+      for (const id of r.ids) x.ids.push(id);
+      this.byEntity.set(r.entity.code, x);
+    }
+  }
+
+  get changed(): Array<{ entity: EntityInfo; ids: number[] }> {
+    return [...this.byEntity.values()];
+  }
+}
 
 const EVENT_OF = {
   create: 'entity.created',
@@ -123,57 +146,98 @@ export class BulkRecords {
           error: 'names a record an earlier row names',
         })),
       );
-    const steps = await this.prepareAll(ctx, input);
+    let outcomes: BulkRowOutcome[] = [];
+    const committed = await this.session(
+      ctx,
+      { ...input, beforeCommit: input.beforeCommit && ((tx) => input.beforeCommit!(tx, outcomes)) },
+      async (write) => {
+        outcomes = await write(input.rows);
+      },
+    );
+    return summary(input.operation, committed, outcomes);
+  }
+
+  /**
+   * One transaction fed in batches by `feed` (an all-or-none import of a whole file, D53): each
+   * `write` runs its rows as `execute` does and answers their outcomes, which the caller keeps or
+   * drops; between batches the transaction's pending events move to disk and only each row's id
+   * and audit line stay for after the commit, so memory holds one batch, not the file. With
+   * `allOrNone`, any failed row of any batch rolls everything back; so does `dryRun`. True when
+   * it committed.
+   */
+  async session(
+    ctx: RecordContext,
+    options: Omit<BulkInput, 'rows' | 'beforeCommit'> & { beforeCommit?: (tx: WriteTx) => Promise<void> },
+    feed: (write: (rows: BulkRowInput[]) => Promise<BulkRowOutcome[]>) => Promise<void>,
+  ): Promise<boolean> {
+    assertCanPerform(ACTION_OF[options.operation], ctx);
     const s = this.support;
-    const outcomes: BulkRowOutcome[] = new Array<BulkRowOutcome>(input.rows.length);
-    const done: Done[] = [];
+    const after = new AfterCommit();
+    let failed = false;
     try {
       await s.withTransaction(ctx, async (tx) => {
-        // The unique values of the creates, locked and checked against the table once for all rows.
-        // Creates only: an update row may change a unique value, which only its own query sees.
-        const onlyCreates = input.rows.every((r) => (r.operation ?? input.operation) === 'create');
-        const creates = steps.flatMap((st) => (st instanceof AppError || !st.values ? [] : [st.values]));
-        const known =
-          onlyCreates && creates.length > 1
-            ? await s.preloadUniqueValues(tx, ctx.entity, ctx.tenantId, creates)
-            : undefined;
-        for (const [index, step] of steps.entries()) {
-          const id = input.rows[index].id ?? null;
-          const rowId = id !== null && Number.isFinite(id) ? id : null;
-          if (step instanceof AppError) {
-            outcomes[index] = { index, id: rowId, ok: false, error: step };
-            continue;
-          }
-          try {
-            const result = await s.repository.withinSavepoint(tx, 'bulk_row', () => step(tx, known));
-            // The row's unique values are taken once it stands (a row undone keeps none).
-            if (step.values) known?.add(step.values);
-            outcomes[index] = { index, id: result.done.id, ok: true, ...result.answer };
-            done.push(result.done);
-          } catch (err) {
-            // The transaction itself is gone: the request fails as a whole, with the row's error
-            // (a deadlock: 409 busy, retry the request).
-            if (err instanceof TransactionLost) throw err.failure;
-            const error = translateDbError(err, ctx.entity);
-            // Anything but a domain error (a lost connection, a failed undo) ends the whole request.
-            if (!(error instanceof AppError)) throw err;
-            outcomes[index] = { index, id: rowId, ok: false, error };
-          }
-        }
-        if (input.dryRun || (input.allOrNone && outcomes.some((o) => !o.ok))) throw new RolledBack(outcomes);
-        await input.beforeCommit?.(tx, outcomes);
+        let batches = 0;
+        await feed(async (rows) => {
+          if (batches++ > 0) await tx.spillEvents(ctx.tenantId);
+          const outcomes = await this.writeRows(ctx, tx, options, rows, after);
+          if (outcomes.some((o) => !o.ok)) failed = true;
+          return outcomes;
+        });
+        if (options.dryRun || (options.allOrNone && failed)) throw new RolledBack();
+        await options.beforeCommit?.(tx);
       });
     } catch (err) {
-      if (err instanceof RolledBack) return summary(input.operation, false, err.rows);
+      if (err instanceof RolledBack) return false;
       throw err;
     }
-    await s.afterBulkCommit(
-      ctx,
-      done.map((d) => d.entry),
-      done.flatMap((d) => d.removed),
-      EVENT_OF[input.operation],
-    );
-    return summary(input.operation, true, outcomes);
+    await s.afterBulkCommit(ctx, after.lines, after.changed, EVENT_OF[options.operation]);
+    return true;
+  }
+
+  /** One batch's rows in the shared transaction, each in its savepoint. */
+  private async writeRows(
+    ctx: RecordContext,
+    tx: WriteTx,
+    options: Pick<BulkInput, 'operation' | 'cascade'>,
+    rows: BulkRowInput[],
+    after: AfterCommit,
+  ): Promise<BulkRowOutcome[]> {
+    const s = this.support;
+    const steps = await this.prepareAll(ctx, options, rows);
+    const outcomes: BulkRowOutcome[] = new Array<BulkRowOutcome>(rows.length);
+    // The unique values of the creates, locked and checked against the table once for all rows
+    // (the batches before this one are in the table already: same transaction). Creates only: an
+    // update row may change a unique value, which only its own query sees.
+    const onlyCreates = rows.every((r) => (r.operation ?? options.operation) === 'create');
+    const creates = steps.flatMap((st) => (st instanceof AppError || !st.values ? [] : [st.values]));
+    const known =
+      onlyCreates && creates.length > 1
+        ? await s.preloadUniqueValues(tx, ctx.entity, ctx.tenantId, creates)
+        : undefined;
+    for (const [index, step] of steps.entries()) {
+      const id = rows[index].id ?? null;
+      const rowId = id !== null && Number.isFinite(id) ? id : null;
+      if (step instanceof AppError) {
+        outcomes[index] = { index, id: rowId, ok: false, error: step };
+        continue;
+      }
+      try {
+        const result = await s.repository.withinSavepoint(tx, 'bulk_row', () => step(tx, known));
+        // The row's unique values are taken once it stands (a row undone keeps none).
+        if (step.values) known?.add(step.values);
+        outcomes[index] = { index, id: result.done.id, ok: true, ...result.answer };
+        after.add(result.done);
+      } catch (err) {
+        // The transaction itself is gone: the request fails as a whole, with the row's error
+        // (a deadlock: 409 busy, retry the request).
+        if (err instanceof TransactionLost) throw err.failure;
+        const error = translateDbError(err, ctx.entity);
+        // Anything but a domain error (a lost connection, a failed undo) ends the whole request.
+        if (!(error instanceof AppError)) throw err;
+        outcomes[index] = { index, id: rowId, ok: false, error };
+      }
+    }
+    return outcomes;
   }
 
   /**
@@ -181,9 +245,13 @@ export class BulkRecords {
    * routes take them: a row failing here gets its error; the others a function to run in the
    * transaction.
    */
-  private async prepareAll(ctx: RecordContext, input: BulkInput): Promise<Array<AppError | Step>> {
+  private async prepareAll(
+    ctx: RecordContext,
+    input: Pick<BulkInput, 'operation' | 'cascade'>,
+    rows: BulkRowInput[],
+  ): Promise<Array<AppError | Step>> {
     const out: Array<AppError | Step> = [];
-    for (const row of input.rows) {
+    for (const row of rows) {
       try {
         out.push(await this.prepare(ctx, input, row));
       } catch (err) {
@@ -194,7 +262,11 @@ export class BulkRecords {
     return out;
   }
 
-  private async prepare(ctx: RecordContext, input: BulkInput, row: BulkRowInput): Promise<Step> {
+  private async prepare(
+    ctx: RecordContext,
+    input: Pick<BulkInput, 'operation' | 'cascade'>,
+    row: BulkRowInput,
+  ): Promise<Step> {
     switch (row.operation ?? input.operation) {
       case 'create': {
         const prepared = await this.creates.prepare(ctx, row.body);

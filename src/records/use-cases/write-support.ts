@@ -8,7 +8,7 @@ import { applyProjection } from '../../profile/policy/masking';
 import type { EntityPolicy } from '../../profile/policy/policy.model';
 import { RegistryService } from '../../registry/registry.service';
 import type { EntityInfo, FieldDef } from '../../registry/registry.types';
-import { auditWanted, EntityAuditEntry, EntityAuditService } from '../audit.service';
+import { type AuditLine, auditWanted, EntityAuditEntry, EntityAuditService } from '../audit.service';
 import { LAST_MODIFIED_KEY } from '../concurrency-token';
 import type { RecordContext, ScopeContext } from '../record-context';
 import { RecordHooks } from '../record-hooks';
@@ -85,6 +85,9 @@ export class UniqueValues {
 function prechecked(field: FieldDef): boolean {
   return field.unique === true && ['text', 'email', 'select'].includes(field.type);
 }
+
+/** Record ids per collection-event batch after a bulk commit. */
+const INVALIDATION_SLICE = 2000;
 
 export const EVENT_TYPE = {
   'entity.created': 'created',
@@ -421,15 +424,26 @@ export class RecordWriteSupport {
    */
   async afterBulkCommit(
     ctx: RecordContext,
-    entries: EntityAuditEntry[],
+    entries: AuditLine[],
     changed: Array<{ entity: EntityInfo; ids: number[] }>,
     event: EntityAuditEntry['event'],
   ): Promise<void> {
     for (const entry of entries) if (auditWanted(ctx.policy.audit, entry.event)) this.audit.log(entry);
     const byEntity = new Map<string, number[]>();
-    for (const x of changed) byEntity.set(x.entity.code, [...(byEntity.get(x.entity.code) ?? []), ...x.ids]);
+    for (const x of changed) {
+      const ids = byEntity.get(x.entity.code) ?? [];
+      for (const id of x.ids) ids.push(id);
+      byEntity.set(x.entity.code, ids);
+    }
+    // A whole imported file's ids go out in slices: no single burst of events as large as the file.
     for (const [code, ids] of byEntity)
-      await this.caches.invalidate(ctx.tenantId, code, ids, EVENT_TYPE[event]);
+      for (let i = 0; i < ids.length; i += INVALIDATION_SLICE)
+        await this.caches.invalidate(
+          ctx.tenantId,
+          code,
+          ids.slice(i, i + INVALIDATION_SLICE),
+          EVENT_TYPE[event],
+        );
   }
 
   /**
