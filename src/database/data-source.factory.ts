@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import type { DatabaseConfig } from '../config/config.schema';
 import { MIGRATIONS } from './migrations';
+import { bindSqliteIntegers } from './dialect/sqlite-binding';
 
 export const MIGRATIONS_TABLE = 'app_migrations';
 
@@ -79,7 +80,7 @@ export function dataSourceOptions(db: DatabaseConfig): DataSourceOptions {
 }
 
 export function createDataSource(db: DatabaseConfig): DataSource {
-  return new DataSource(dataSourceOptions(db));
+  return bindSqliteIntegers(new DataSource(dataSourceOptions(db)));
 }
 
 /**

@@ -10,6 +10,7 @@ import { everyTenantConfigRows } from '../scope/tenant-rows';
 
 const CONNECTION_TABLE = { table: 'app_connections', prefix: 'con' };
 import { decryptConnectionString } from './connection-string.crypto';
+import { bindSqliteIntegers } from '../dialect/sqlite-binding';
 import { storedSecretKeyRing } from '../../config/key-ring';
 import {
   connectionTypeProblem,
@@ -161,7 +162,7 @@ export class ConnectionsService implements OnApplicationShutdown {
     try {
       const { value, attempts } = await retryConnect(
         async () => {
-          const ds = new DataSource(externalDataSourceOptions(db));
+          const ds = bindSqliteIntegers(new DataSource(externalDataSourceOptions(db)));
           try {
             return await ds.initialize();
           } catch (err) {
