@@ -4,5 +4,5 @@
  */
 export function plainParams(params: unknown): unknown[] {
   if (!Array.isArray(params)) return [];
-  return params.map((p) => (typeof p === 'bigint' ? Number(p) : p));
+  return (params as unknown[]).map((p) => (typeof p === 'bigint' ? Number(p) : p));
 }
