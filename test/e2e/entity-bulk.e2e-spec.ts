@@ -120,6 +120,22 @@ describe('Bulk writes (D51)', () => {
       }
     });
 
+    it('should let exactly one of two concurrent bulk creates take a unique value both carry', async () => {
+      const shared = newCustomer();
+      const first = [shared, newCustomer(), newCustomer()];
+      const second = [newCustomer(), { ...newCustomer(), email: shared.email.toUpperCase() }, newCustomer()];
+      const [a, b] = await Promise.all([
+        bulk({ operation: 'create', records: first }),
+        bulk({ operation: 'create', records: second }),
+      ]);
+      expect([a.statusCode, b.statusCode]).toEqual([200, 200]);
+      const statuses = [a, b].map((r) => (r.json().data.results as RowResult[]).map((x) => x.status));
+      // Every other row stands; of the two rows with the shared address (compared case-blind), one
+      // is created and the other refused as a single create would be: 400, the e-mail is taken.
+      expect([statuses[0][0], statuses[1][1]].sort()).toEqual([201, 400]);
+      expect([statuses[0][1], statuses[0][2], statuses[1][0], statuses[1][2]]).toEqual([201, 201, 201, 201]);
+    });
+
     it("should give each failing row the single route's status and error and write the others", async () => {
       const taken = newCustomer();
       const single = await call('POST', '/api/v1/customers', 'acmeAdmin', { ...taken, tier: 'platinum' });

@@ -68,7 +68,9 @@ export class CreateRecord {
     const s = this.support;
     const now = Date.now();
     const fields = snapshotFields(entity);
-    await s.lockUniqueValues(tx, entity, ctx.tenantId, checked.values);
+    // A bulk create's batch (`known`) took every row's value locks at once before its first row,
+    // outside the rows' savepoints, so they are held to the commit; a single create takes its own.
+    if (!known) await s.lockUniqueValues(tx, entity, ctx.tenantId, checked.values);
     const errors = [
       ...checked.errors,
       ...(await s.checkAgainstDb(tx, entity, ctx.tenantId, checked.values, undefined, known)),
