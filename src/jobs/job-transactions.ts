@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DatabaseService } from '../database/database.service';
 import { BusyError, isBusyError } from '../database/dialect/constraint-errors';
-import { RecordsWriteRepository, type WriteTx } from '../records/records-write.repository';
+import { RecordsWriteRepository } from '../records/records-write.repository';
+import { type WriteTx } from '../records/write-tx';
 
 /** How often a job transaction that hit a deadlock runs again before it gives up. */
 const BUSY_RETRIES = 5;

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { AppError, ConflictError, ServiceError } from '../common/errors/app-error';
 import { RegistryService } from '../registry/registry.service';
 import type { EntityInfo } from '../registry/registry.types';
-import { RecordsWriteRepository, WriteTx } from './records-write.repository';
+import { RecordsWriteRepository } from './records-write.repository';
+import { WriteTx } from './write-tx';
 
 /** Depth of cascades followed (D25): a relation cycle or a deep chain stops here. */
 const MAX_CASCADE_DEPTH = 5;

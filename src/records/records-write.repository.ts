@@ -8,7 +8,7 @@ import { InjectConfig } from '../config/inject-config.decorator';
 import { ConnectionsService } from '../database/connections/connections.service';
 import { DatabaseService } from '../database/database.service';
 import { dialectOf, rowLockFor } from '../database/dialect';
-import { isLockTimeout, LockStatement, lockAcquired, valueLockSql } from '../database/dialect/value-lock';
+import { isLockTimeout, lockAcquired, valueLockSql } from '../database/dialect/value-lock';
 import { savepointSql } from '../database/dialect/savepoint';
 import type { EntityInfo, FieldDef } from '../registry/registry.types';
 import { VALUE_SET_TABLE, valueSetCodes } from '../registry/value-sets';
@@ -18,8 +18,7 @@ import type { Row } from './records-read.repository';
 import { scoped } from './query/select';
 import { col, ScopeRule, tenantScope } from './scope';
 import { OutboxRepository } from './outbox/outbox.repository';
-import { EventSpill } from './outbox/event-spill';
-import type { PendingEvent } from './outbox/outbox.types';
+import { TransactionLost, WriteTx } from './write-tx';
 
 /** A row as loaded for a write: its fields by name plus the raw concurrency and audit columns. */
 export interface WriteRow {
@@ -27,92 +26,6 @@ export interface WriteRow {
   /** `<p>_last_modified` exactly as the driver returned it (used as the compare-and-set value). */
   lastModifiedRaw: unknown;
   auditRaw: unknown;
-}
-
-/**
- * One write's transaction(s): `data` on the entity's database (D3), `config` on the configuration
- * database (value sets, audit rows). They are the same runner when the entity lives in the
- * configuration database, which makes the write a single transaction.
- */
-export class WriteTx {
-  /** Session-scoped locks to release once the transaction has ended (MariaDB named locks). */
-  readonly releases: LockStatement[] = [];
-  /**
-   * D54: the events of this write, added to the outbox as the transaction's last statements (so
-   * they commit with it, or not at all). Every records write adds its events here.
-   */
-  readonly events: PendingEvent[] = [];
-  /** Events moved to disk by `spillEvents` (a long transaction of many batches). */
-  private spill?: EventSpill;
-
-  /**
-   * Moves the events emitted so far out of memory (an all-or-none import between its batches, D53):
-   * they are appended before the ones emitted later, at the same point of the transaction. Only
-   * between savepoints (a savepoint's undo drops the events emitted inside it), one tenant only.
-   */
-  async spillEvents(tenantId: string): Promise<void> {
-    if (this.events.length === 0) return;
-    if (this.events.some((e) => e.tenantId !== tenantId)) return;
-    this.spill ??= new EventSpill(tenantId);
-    if (this.spill.tenantId !== tenantId) return;
-    await this.spill.add(this.events);
-    this.events.length = 0;
-  }
-
-  /** The events on disk, if any (the outbox append reads them back). */
-  get spilled(): EventSpill | undefined {
-    return this.spill;
-  }
-
-  /** Whether the write added any event. */
-  get hasEvents(): boolean {
-    return this.events.length > 0 || (this.spill?.count ?? 0) > 0;
-  }
-
-  /** The tenants of the write's events. */
-  get eventTenants(): Set<string> {
-    const out = new Set(this.events.map((e) => e.tenantId));
-    if (this.spill && this.spill.count > 0) out.add(this.spill.tenantId);
-    return out;
-  }
-
-  constructor(
-    readonly data: QueryRunner,
-    readonly config: QueryRunner,
-  ) {}
-
-  get dataSource(): DataSource {
-    return this.data.connection;
-  }
-
-  /** The data connection's TypeORM driver type (timestamps come back per driver). */
-  get driverType(): string {
-    return this.data.connection.driver.options.type;
-  }
-
-  get spansTwoDatabases(): boolean {
-    return this.data !== this.config;
-  }
-
-  /** Whether `qr` is one of this write's transaction runners (row locks need a transaction). */
-  owns(qr: QueryRunner): boolean {
-    return qr === this.data || qr === this.config;
-  }
-
-  /** Adds an event of this write to the outbox, in this transaction (D54). */
-  emit(event: PendingEvent): void {
-    this.events.push(event);
-  }
-}
-
-/**
- * A savepoint could not be undone: the whole transaction is gone (MariaDB ends it on a deadlock).
- * `failure` is the error that made the undo necessary; the write must fail as a whole with it.
- */
-export class TransactionLost extends Error {
-  constructor(readonly failure: unknown) {
-    super('The transaction ended while a savepoint was undone');
-  }
 }
 
 /** The row lock of `purpose` on the runner's dialect (dialect.ts), or none. */

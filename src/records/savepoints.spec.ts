@@ -1,5 +1,6 @@
 import type { QueryRunner } from 'typeorm';
-import { RecordsWriteRepository, TransactionLost, WriteTx } from './records-write.repository';
+import { RecordsWriteRepository } from './records-write.repository';
+import { TransactionLost, WriteTx } from './write-tx';
 
 /** A runner that records its statements; `failOn` makes one of them throw. */
 function runner(type: string, failOn?: RegExp): QueryRunner & { log: string[] } {

@@ -7,12 +7,13 @@ import type { AuditLine, EntityAuditEntry } from '../audit.service';
 import type { ExpectedToken } from '../concurrency-token';
 import type { RecordContext } from '../record-context';
 import type { Row } from '../records-read.repository';
-import { TransactionLost, type WriteTx } from '../records-write.repository';
+import { TransactionLost, type WriteTx } from '../write-tx';
 import { isRecordId } from '../values';
 import { CreateRecord } from './create-record';
 import { DeleteRecord } from './delete-record';
 import { UpdateRecord } from './update-record';
-import { RecordWriteSupport, type UniqueValues } from './write-support';
+import type { UniqueValues } from './unique-values';
+import { RecordWriteSupport } from './write-support';
 import type { AcceptedValue } from '../validation';
 
 export type BulkOperation = 'create' | 'update' | 'delete';

@@ -9,8 +9,9 @@ import { writeScope } from '../scope';
 import { checkPayload } from '../validation';
 import { toDb } from '../values';
 import type { EntityAuditEntry } from '../audit.service';
-import type { WriteTx } from '../records-write.repository';
-import { RecordWriteSupport, snapshotFields, type UniqueValues, type WriteHooks } from './write-support';
+import type { WriteTx } from '../write-tx';
+import type { UniqueValues } from './unique-values';
+import { RecordWriteSupport, snapshotFields, type WriteHooks } from './write-support';
 
 /**
  * Create a record (spec §4.3 create rules 1-7, D4, D29): validation, unique-value locks, the checks

@@ -9,7 +9,7 @@ import type { EntityInfo } from '../../registry/registry.types';
 import { CascadePlanner } from '../cascade-planner';
 import type { EntityAuditEntry } from '../audit.service';
 import type { RecordContext } from '../record-context';
-import type { WriteTx } from '../records-write.repository';
+import type { WriteTx } from '../write-tx';
 import { tenantScope, writeScope } from '../scope';
 import { RecordWriteSupport, snapshotFields, versionAfter } from './write-support';
 

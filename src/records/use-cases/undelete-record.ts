@@ -10,7 +10,7 @@ import { valueLockName } from '../../database/dialect/value-lock';
 import type { EntityAuditEntry } from '../audit.service';
 import { HistoryRepository } from '../history/history.repository';
 import type { RecordContext } from '../record-context';
-import type { WriteTx } from '../records-write.repository';
+import type { WriteTx } from '../write-tx';
 import type { Row } from '../records-read.repository';
 import { tenantScope, writeScope, type ScopeRule } from '../scope';
 import { fromDb, toDb } from '../values';

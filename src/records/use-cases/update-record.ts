@@ -6,7 +6,7 @@ import { fromDbTimestamp, toDbTimestamp } from '../../database/dialect/timestamp
 import type { ExpectedToken } from '../concurrency-token';
 import type { EntityAuditEntry } from '../audit.service';
 import type { RecordContext } from '../record-context';
-import type { WriteTx } from '../records-write.repository';
+import type { WriteTx } from '../write-tx';
 import type { Row } from '../records-read.repository';
 import { writeScope } from '../scope';
 import { checkPayload, resolveEchoes } from '../validation';

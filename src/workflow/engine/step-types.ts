@@ -1,5 +1,5 @@
 import { isTransient } from '../../common/errors/error-codes';
-import type { WriteTx } from '../../records/records-write.repository';
+import type { WriteTx } from '../../records/write-tx';
 import type { ExpressionScope } from '../definition/expressions';
 import type { WorkflowDefinition } from '../definition/workflow-definitions.service';
 import type { StepDef, StepType } from '../definition/workflow-schema';
