@@ -5,6 +5,7 @@ import type { Params } from 'nestjs-pino';
 import { pino, type DestinationStream, type TransportSingleOptions } from 'pino';
 import type { AppConfig } from '../config/config.schema';
 import { requestScope, type RequestScope } from './request-scope';
+import './http/request-fields';
 
 /** Paths whose requests are not logged: probes and metrics scrapes (STYLE). */
 const QUIET_PATHS = new Set(['/healthz', '/readyz', '/livez', '/metrics']);

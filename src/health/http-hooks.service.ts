@@ -9,6 +9,7 @@ import { HttpDrainService } from './http-drain.service';
 import { MetricsService } from './metrics.service';
 import { PROBE_PATHS } from '../common/http/probe-paths';
 import { ReadinessService } from './readiness.service';
+import '../common/http/request-fields';
 
 function isProbe(url: string): boolean {
   const q = url.indexOf('?');

@@ -22,6 +22,7 @@ import {
   reachabilityProbe,
 } from './database-outage.hook';
 import { errorBody } from '../common/http/envelope';
+import '../common/http/request-fields';
 
 interface Translated {
   status: number;

@@ -1,12 +1,5 @@
 import { ErrorCode } from '../errors/error-codes';
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The code of the error envelope the request was answered with (D18); the access line writes it. */
-    errorCode?: ErrorCode;
-  }
-}
-
 export interface Meta {
   timestamp: string;
   requestId: string;

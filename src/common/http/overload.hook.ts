@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppConfig } from '../../config/config.schema';
 import { PROBE_PATHS } from './probe-paths';
 import { ErrorBody, errorBody } from './envelope';
+import './request-fields';
 
 /**
  * Load shedding (issue 13 #6): while the event loop is saturated — the mean delay of its timers, or

@@ -1,23 +1,17 @@
 import type { Job, JobError, JobStatus } from '../../jobs/job.types';
-import { type ImportResult, type ImportRowError, importJobInput } from './import-input';
+import { type ImportResult, importJobInput } from './import-input';
 
 /** An import as its routes answer it (D53). */
-export interface ImportJobView {
+export interface ImportJobView extends Omit<ImportResult, 'total'> {
   importId: number;
   entity: string;
   status: JobStatus;
   dryRun: boolean;
   mode: string;
   onError: string;
+  /** null until the job has counted the file's rows. */
   total: number | null;
   processed: number;
-  created: number;
-  updated: number;
-  skipped: number;
-  failed: number;
-  errors: ImportRowError[];
-  ignoredColumns: string[];
-  errorFileUrl?: string;
   /** When FAILED: why the file could not be imported. */
   error?: JobError;
   createdAt: string;

@@ -11,7 +11,7 @@ import { ListRecords, ReadRecord } from '../../records/use-cases/read-records';
 import { expectedToken, LAST_MODIFIED_KEY } from '../../records/concurrency-token';
 import { coerce } from '../../records/query/coerce';
 import { MAX_IN_VALUES } from '../../records/query/conditions';
-import { uniqueKey } from '../../records/use-cases/write-support';
+import { uniqueKey } from '../../records/use-cases/write-values';
 import type { Row } from '../../records/records-read.repository';
 import { assertCanPerform } from '../../profile/access/can-perform';
 import { TenantLookupService } from '../../tenant/tenant-lookup.service';

@@ -11,7 +11,8 @@ import { toDb } from '../values';
 import type { EntityAuditEntry } from '../audit.service';
 import type { WriteTx } from '../write-tx';
 import type { UniqueValues } from './unique-values';
-import { RecordWriteSupport, snapshotFields, type WriteHooks } from './write-support';
+import { RecordWriteSupport, type WriteHooks } from './write-support';
+import { snapshotFields } from './write-values';
 
 /**
  * Create a record (spec §4.3 create rules 1-7, D4, D29): validation, unique-value locks, the checks

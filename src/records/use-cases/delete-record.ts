@@ -11,7 +11,8 @@ import type { EntityAuditEntry } from '../audit.service';
 import type { RecordContext } from '../record-context';
 import type { WriteTx } from '../write-tx';
 import { tenantScope, writeScope } from '../scope';
-import { RecordWriteSupport, snapshotFields, versionAfter } from './write-support';
+import { RecordWriteSupport } from './write-support';
+import { snapshotFields, versionAfter } from './write-values';
 
 export interface DeleteResult {
   success: true;

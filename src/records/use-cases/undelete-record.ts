@@ -15,13 +15,8 @@ import type { Row } from '../records-read.repository';
 import { tenantScope, writeScope, type ScopeRule } from '../scope';
 import { fromDb, toDb } from '../values';
 import { RecordHistory } from './record-history';
-import {
-  parseJsonObject,
-  RecordWriteSupport,
-  snapshotFields,
-  uniqueKey,
-  versionAfter,
-} from './write-support';
+import { RecordWriteSupport } from './write-support';
+import { parseJsonObject, snapshotFields, uniqueKey, versionAfter } from './write-values';
 
 /** The unique fields a row holds a value in. */
 function uniqueFieldsSet(entity: EntityInfo, fields: Row): FieldDef[] {

@@ -3,6 +3,7 @@ import type { RecordsWriteRepository } from '../records-write.repository';
 import type { WriteTx } from '../write-tx';
 import type { AcceptedValue } from '../validation';
 import { toDb } from '../values';
+import { uniqueKey } from './write-values';
 
 /**
  * The unique values of a bulk create's rows already held in the table (one query per field and
@@ -51,7 +52,7 @@ export class UniqueValues {
     for (const { field, value } of values) {
       const db = toDb(field, value);
       const set = this.taken.get(field.name);
-      if (set && typeof db === 'string') set.add(field.type === 'email' ? db.toLowerCase() : db);
+      if (set && typeof db === 'string') set.add(uniqueKey(field, db));
     }
   }
 }

@@ -11,14 +11,8 @@ import type { Row } from '../records-read.repository';
 import { writeScope } from '../scope';
 import { checkPayload, resolveEchoes } from '../validation';
 import { isRecordId, toDb } from '../values';
-import {
-  nextVersion,
-  parseJsonObject,
-  RecordWriteSupport,
-  type WriteHooks,
-  revokesSessions,
-  snapshotFields,
-} from './write-support';
+import { RecordWriteSupport, type WriteHooks } from './write-support';
+import { nextVersion, parseJsonObject, revokesSessions, snapshotFields } from './write-values';
 
 /** How an update is recorded: a restore of an earlier version is its own audit event (D56). */
 export interface UpdateOptions {
