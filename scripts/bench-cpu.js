@@ -8,6 +8,7 @@
  *
  *   npm run bench:cpu                      # every scenario below, CPU_REQUESTS (20,000) each, 3 rounds
  *   CPU_ONLY=healthz,get-one npm run bench:cpu
+ *   BENCH_PROFILE=/tmp/prof CPU_ONLY=tenant-config npm run bench:cpu   # with the service's CPU profile
  *
  * Same service as the bench (scripts/bench/service.js: embedded default, BENCH_DB / BENCH_CACHE),
  * pinned like it; 50 connections (BENCH_CONNECTIONS). Prints, per scenario, the median of
@@ -68,7 +69,10 @@ async function main() {
   if (pin) spawnSync('taskset', ['-p', '-c', pin.load, String(process.pid)], { stdio: 'ignore' });
   const keyHex = randomBytes(32).toString('hex');
   const secret = randomBytes(48).toString('base64url');
-  const { service, dir } = startService({ cpus: pin?.servers, keyHex, secret, logLevel: process.env.BENCH_LOG_LEVEL ?? 'info' });
+  // BENCH_PROFILE=<dir>: the service runs with --cpu-prof (as in `npm run bench`); read it with
+  // scripts/bench/profile-top.js.
+  const nodeArgs = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const { service, dir } = startService({ cpus: pin?.servers, keyHex, secret, logLevel: process.env.BENCH_LOG_LEVEL ?? 'info', nodeArgs });
   try {
     const ready = await service.ready;
     const ctx = await signIn(ready, keyHex, service);

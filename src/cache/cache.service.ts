@@ -180,7 +180,8 @@ export class CacheService implements OnApplicationShutdown {
     return (await this.getManyText(keys)).map((r) => (r === undefined ? undefined : (JSON.parse(r) as T)));
   }
 
-  private async getManyText(keys: string[]): Promise<Array<string | undefined>> {
+  /** Several texts in one round trip (getText's values); a failed read is a miss for every key. */
+  async getManyText(keys: string[]): Promise<Array<string | undefined>> {
     const epoch = this.tier?.epoch ?? 0;
     try {
       const raw = await this.store.mget(keys);

@@ -214,7 +214,9 @@ describe('Entity list cache (D27)', () => {
       .data;
     const cache = t.app.get(CacheService);
     const acmeKeys = await cache.store.keys(cache.keys.entityListAll(TENANT.acme, 'customers'));
-    expect(acmeKeys).toHaveLength(1);
+    // The page and the total of its filters.
+    expect(acmeKeys).toHaveLength(2);
+    expect(acmeKeys.filter((k) => k.includes(':total-'))).toHaveLength(1);
     const again = (await t.app.inject({ method: 'GET', url, headers: authHeaders(TENANT.acme, acme) })).json()
       .data;
     expect(again.records).toEqual(first.records);
@@ -227,19 +229,66 @@ describe('Entity list cache (D27)', () => {
         .map((r: { email: string }) => r.email)
         .every((e: string) => e.endsWith('@globex.example')),
     ).toBe(true);
-    expect(await cache.store.keys(cache.keys.entityListAll(TENANT.globex, 'customers'))).toHaveLength(1);
+    expect(await cache.store.keys(cache.keys.entityListAll(TENANT.globex, 'customers'))).toHaveLength(2);
   });
 
   it('should serve a cached page without querying the database again', async () => {
     const url = '/api/v1/orders?limit=3';
     const cache = t.app.get(CacheService);
     await t.app.inject({ method: 'GET', url, headers: authHeaders(TENANT.acme, acme) });
-    const [key] = await cache.store.keys(cache.keys.entityListAll(TENANT.acme, 'orders'));
+    const [key] = (await cache.store.keys(cache.keys.entityListAll(TENANT.acme, 'orders'))).filter(
+      (k) => !k.includes(':total-'),
+    );
     const cached = await cache.getJson<{ total: number }>(key);
     await cache.setJson(key, { ...cached, total: -1 }, 60);
     const res = (await t.app.inject({ method: 'GET', url, headers: authHeaders(TENANT.acme, acme) })).json()
       .data;
     expect(res.total).toBe(-1);
+  });
+
+  it('should count a query once for all its pages and sorts, per tenant and filter, until a write', async () => {
+    const cache = t.app.get(CacheService);
+    await cache.deletePattern(cache.keys.entityListAll(TENANT.acme, 'customers'));
+    const list = async (query: string, tenant: string = TENANT.acme, token = acme) => {
+      const res = await t.app.inject({
+        method: 'GET',
+        url: `/api/v1/customers?${query}`,
+        headers: authHeaders(tenant, token),
+      });
+      expect(res.statusCode).toBe(200);
+      return res.json().data as { total: number; records: Array<{ id: number; tier: string }> };
+    };
+    expect((await list('limit=5&filters[tier]=gold')).total).toBeGreaterThan(0);
+    const totals = (await cache.store.keys(cache.keys.entityListAll(TENANT.acme, 'customers'))).filter((k) =>
+      k.includes(':total-'),
+    );
+    expect(totals).toHaveLength(1);
+    // A planted total shows that other pages and sorts of the same filters read it, not COUNT(*).
+    await cache.setText(totals[0], '777', 60);
+    expect((await list('limit=5&skip=5&filters[tier]=gold')).total).toBe(777);
+    expect((await list('limit=7&sortBy=name&sortOrder=desc&filters[tier]=gold')).total).toBe(777);
+    // Other filters, and the other tenant with the same query, are counted for themselves.
+    const silver = await list('limit=5&filters[tier]=silver');
+    expect(silver.total).not.toBe(777);
+    expect(silver.records.every((r) => r.tier === 'silver')).toBe(true);
+    const globexPage = await list('limit=5&skip=5&filters[tier]=gold', TENANT.globex, globex);
+    expect(globexPage.total).not.toBe(777);
+    // A write of the entity drops the pages and the totals together.
+    const created = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/customers',
+      headers: { ...authHeaders(TENANT.acme, acme), 'content-type': 'application/json' },
+      payload: { name: 'Counted Once', email: 'counted.once@acme.example', tier: 'gold' },
+    });
+    expect(created.statusCode).toBe(201);
+    const counted = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/customers?limit=1&filters[tier]=gold',
+      headers: authHeaders(TENANT.acme, acme),
+    });
+    const after = (await list('limit=5&skip=5&filters[tier]=gold')).total;
+    expect(after).toBe(counted.json().data.total);
+    expect(after).not.toBe(777);
   });
 });
 

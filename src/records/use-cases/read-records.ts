@@ -39,6 +39,19 @@ export class ReadRecord {
 
 type OffsetRecordQuery = RecordQuery & { page: { kind: 'offset' } };
 
+/** A list page's cache key and the key of the total of its query (ListRecords.keysOf). */
+interface ListKeys {
+  page: string;
+  total: string;
+}
+
+/** A kept total as a number; anything else (a miss, a text that is not a count) is unknown. */
+function knownTotal(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
 /** Query texts whose list-key hashes are kept (each a few hundred bytes at most). */
 const MAX_REMEMBERED_HASHES = 2000;
 
@@ -58,11 +71,11 @@ export class ListRecords {
    */
   async execute(ctx: RecordContext, query: OffsetRecordQuery): Promise<ListResult> {
     assertCanPerform('read', ctx);
-    const key = this.keyOf(ctx, query);
-    const cached = await this.cache.getJson<ListResult>(key);
-    if (cached) return cached;
-    const result = await this.load(ctx, query);
-    await this.cache.setJson(key, result, CACHE_TTL.entityList);
+    const keys = this.keysOf(ctx, query);
+    const [cached, total] = await this.cache.getManyText([keys.page, keys.total]);
+    if (cached !== undefined) return JSON.parse(cached) as ListResult;
+    const result = await this.load(ctx, query, knownTotal(total));
+    await this.store(keys, JSON.stringify(result), total === undefined ? result.total : undefined);
     return result;
   }
 
@@ -72,56 +85,89 @@ export class ListRecords {
    */
   executeSerialized(ctx: RecordContext, query: OffsetRecordQuery): SerializedJson | Promise<SerializedJson> {
     assertCanPerform('read', ctx);
-    const key = this.keyOf(ctx, query);
+    const keys = this.keysOf(ctx, query);
     // A page held in this process is answered without a promise.
-    const held = this.cache.peekText(key);
+    const held = this.cache.peekText(keys.page);
     if (held !== undefined) return new SerializedJson(held);
-    return this.loadSerialized(ctx, query, key);
+    return this.loadSerialized(ctx, query, keys);
   }
 
   private async loadSerialized(
     ctx: RecordContext,
     query: OffsetRecordQuery,
-    key: string,
+    keys: ListKeys,
   ): Promise<SerializedJson> {
-    const cached = await this.cache.getText(key);
+    const [cached, total] = await this.cache.getManyText([keys.page, keys.total]);
     if (cached !== undefined) return new SerializedJson(cached);
-    const text = JSON.stringify(await this.load(ctx, query));
-    await this.cache.setText(key, text, CACHE_TTL.entityList);
+    const result = await this.load(ctx, query, knownTotal(total));
+    const text = JSON.stringify(result);
+    await this.store(keys, text, total === undefined ? result.total : undefined);
     return new SerializedJson(text);
   }
 
-  private keyOf(ctx: RecordContext, query: OffsetRecordQuery): string {
+  /** Keeps a page and, when it was counted, its total (both dropped by the entity's next write). */
+  private async store(keys: ListKeys, page: string, counted: number | undefined): Promise<void> {
+    await Promise.all([
+      this.cache.setText(keys.page, page, CACHE_TTL.entityList),
+      counted === undefined
+        ? undefined
+        : this.cache.setText(keys.total, String(counted), CACHE_TTL.entityList),
+    ]);
+  }
+
+  /**
+   * The page's key and the key of its total. The total's covers what decides which rows match —
+   * filters, search, profile, registry row, the user when the row filter names @user — and not the
+   * sort or the page, so a grid paged or sorted through counts its rows once: every further page
+   * is one statement instead of two. Both live under the entity's list keys of the tenant, which
+   * every write of the entity drops (D27), so a total is never older than the pages beside it.
+   */
+  private keysOf(ctx: RecordContext, query: OffsetRecordQuery): ListKeys {
     const vars = ctx.policy.rowFilter ? rowFilterVariables(ctx.policy.rowFilter) : { userAttrs: [] };
-    const text = JSON.stringify({
-      query,
+    const who = {
       profile: ctx.profileId,
       registry: ctx.entity.registryId,
       user: vars.userAttrs.length > 0 ? ctx.user.userId : null,
-    });
-    // The same pages are asked for again and again: their hashes are remembered (bounded).
+    };
+    const matching = { filters: query.filters, search: query.search ?? null };
+    return {
+      page: this.cache.keys.entityList(
+        ctx.tenantId,
+        ctx.entity.code,
+        this.hashOf(JSON.stringify({ query, ...who })),
+      ),
+      total: this.cache.keys.entityList(
+        ctx.tenantId,
+        ctx.entity.code,
+        `total-${this.hashOf(JSON.stringify({ ...matching, ...who }))}`,
+      ),
+    };
+  }
+
+  /** The same pages are asked for again and again: their hashes are remembered (bounded). */
+  private hashOf(text: string): string {
     let hash = this.hashes.get(text);
     if (hash === undefined) {
       hash = createHash('sha256').update(text).digest('hex').slice(0, 32);
       this.hashes.set(text, hash);
     }
-    return this.cache.keys.entityList(ctx.tenantId, ctx.entity.code, hash);
+    return hash;
   }
 
   private readonly hashes = new LRUCache<string, string>({ max: MAX_REMEMBERED_HASHES });
 
-  private async load(ctx: RecordContext, query: OffsetRecordQuery): Promise<ListResult> {
+  private async load(ctx: RecordContext, query: OffsetRecordQuery, total?: number): Promise<ListResult> {
     const fields = readFields(ctx.entity, ctx.policy);
     const page = await this.repository.page(
       ctx,
       fields,
       queryPermissions(ctx.entity, ctx.policy),
       query,
-      true,
+      total === undefined,
     );
     return {
       records: page.rows.map((r) => presentRecord(ctx.entity, ctx.policy, fields, r)),
-      total: page.total ?? 0,
+      total: total ?? page.total ?? 0,
       limit: query.page.limit,
       skip: query.page.skip,
       meta: { entityCode: ctx.entity.code, retrievedAt: new Date().toISOString() },
