@@ -47,6 +47,12 @@ const IN_CHUNK = 500;
  * Writes to registered entity tables (spec §4.3). Every statement is built by entity-query.ts from
  * registry identifiers and runs on a runner of the caller's transaction.
  */
+/**
+ * Audit rows per INSERT: 13 parameters a row, so 100 rows stay far below every driver's limit
+ * (SQL Server's 2,100 parameters is the lowest).
+ */
+const AUDIT_ROWS_PER_INSERT = 100;
+
 @Injectable()
 export class RecordsWriteRepository {
   private readonly logger = new Logger('EntityWrite');
@@ -91,6 +97,7 @@ export class RecordsWriteRepository {
         if (dataDs !== configDs) data = await this.begin(dataDs, isolation);
         tx = new WriteTx(data, config);
         const result = await work(tx);
+        await this.flushAudits(tx);
         // D54: the outbox rows last, after every other lock of the write, on the configuration
         // database beside the audit rows; the tenant's sequence stays locked until the commit.
         const withEvents = tx.hasEvents;
@@ -163,13 +170,15 @@ export class RecordsWriteRepository {
       this.deferredReleases.delete(qr);
       await qr.query(release ? `${release}; ${sql[i].set}` : sql[i].set);
     }
-    // D54: the events the work adds are undone with it.
+    // D54: the events the work adds are undone with it; so are its audit rows.
     const eventsBefore = tx.events.length;
+    const auditsBefore = tx.audits.length;
     let result: T;
     try {
       result = await work();
     } catch (err) {
       tx.events.length = eventsBefore;
+      tx.audits.length = auditsBefore;
       try {
         for (const [i, qr] of runners.entries()) await qr.query(sql[i].rollback);
       } catch {
@@ -368,13 +377,23 @@ export class RecordsWriteRepository {
     return codes ? new Set(codes) : undefined;
   }
 
-  /** Inserts an `app_audit_logs` row (D29) in the caller's transaction. */
-  async insertAudit(qr: QueryRunner, row: Row): Promise<void> {
-    await qr.connection
-      .createQueryBuilder(qr)
-      .insert()
-      .into('app_audit_logs', Object.keys(row))
-      .values(row)
-      .execute();
+  /**
+   * Writes the transaction's held `app_audit_logs` rows (D29) on its configuration runner, in
+   * statements of AUDIT_ROWS_PER_INSERT rows, in the order they were added. Outside any savepoint:
+   * before the commit, and between the batches of a bulk session.
+   */
+  async flushAudits(tx: WriteTx): Promise<void> {
+    if (tx.audits.length === 0) return;
+    const rows = tx.audits.splice(0);
+    const qr = tx.config;
+    for (let i = 0; i < rows.length; i += AUDIT_ROWS_PER_INSERT) {
+      const chunk = rows.slice(i, i + AUDIT_ROWS_PER_INSERT);
+      await qr.connection
+        .createQueryBuilder(qr)
+        .insert()
+        .into('app_audit_logs', Object.keys(chunk[0]))
+        .values(chunk)
+        .execute();
+    }
   }
 }

@@ -55,6 +55,20 @@ describe('withinSavepoint (a bulk write row, D51)', () => {
     expect(qr.log).toEqual(['SAVEPOINT bulk_row', 'ROLLBACK TO SAVEPOINT bulk_row']);
   });
 
+  it("should drop the audit rows a failing row added, and keep the earlier rows' (D29)", async () => {
+    const qr = runner('postgres');
+    const tx = new WriteTx(qr, qr);
+    await repository.withinSavepoint(tx, 'bulk_row', async () => tx.audit({ aud_record_id: '1' }));
+    await expect(
+      repository.withinSavepoint(tx, 'bulk_row', async () => {
+        tx.audit({ aud_record_id: '2' });
+        throw new Error('row 2 failed');
+      }),
+    ).rejects.toThrow('row 2 failed');
+    await repository.withinSavepoint(tx, 'bulk_row', async () => tx.audit({ aud_record_id: '3' }));
+    expect(tx.audits.map((a) => a.aud_record_id)).toEqual(['1', '3']);
+  });
+
   it("should drop the outbox events a failing row added, and keep the earlier rows' (D54)", async () => {
     const qr = runner('postgres');
     const tx = new WriteTx(qr, qr);

@@ -15,6 +15,7 @@ import type { RecordQuery } from './query/record-query';
 import type { RecordContext, ScopeContext } from './record-context';
 import { RecordsReadRepository } from './records-read.repository';
 import { RecordsWriteRepository } from './records-write.repository';
+import { WriteTx } from './write-tx';
 import { col, tenantScope, writeScope } from './scope';
 import { valueLockName, valueLockSql } from '../database/dialect/value-lock';
 import { demoRegistryRow } from '../../test/support/demo-registry';
@@ -632,7 +633,7 @@ describe('entity write repository SQL, generated offline for SQL Server', () => 
   it('should read value sets (tenant row or system row) and insert audit rows with values bound', async () => {
     const { qr, statements } = recorder();
     await repository.valueSetCodes(qr, INJECTION, String(TENANT_ID));
-    await repository.insertAudit(qr, {
+    await insertAudit(repository, qr, {
       aud_tenant_id: TENANT_ID,
       aud_event: 'entity.created',
       aud_after: INJECTION,
@@ -751,7 +752,7 @@ describe('every records statement, generated offline per dialect (review snapsho
       );
       await step('value set', undefined, () => repository.valueSetCodes(qr, INJECTION, String(TENANT_ID)));
       await step('audit insert', undefined, () =>
-        repository.insertAudit(qr, {
+        insertAudit(repository, qr, {
           aud_tenant_id: TENANT_ID,
           aud_event: 'entity.created',
           aud_after: INJECTION,
@@ -1000,3 +1001,14 @@ describe('dataview grid SQL (page, count, keyset page, aggregates, groups), gene
     });
   });
 });
+
+/** One audit row written as a write's commit writes it (held by the transaction, then flushed). */
+async function insertAudit(
+  repository: RecordsWriteRepository,
+  qr: QueryRunner,
+  row: Record<string, unknown>,
+) {
+  const tx = new WriteTx(qr, qr);
+  tx.audit(row);
+  await repository.flushAudits(tx);
+}

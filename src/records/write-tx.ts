@@ -16,6 +16,12 @@ export class WriteTx {
    * they commit with it, or not at all). Every records write adds its events here.
    */
   readonly events: PendingEvent[] = [];
+  /**
+   * The write's `app_audit_logs` rows (D29), not yet written: the repository writes them on
+   * `config` in multi-row INSERTs before the commit (and between the batches of a bulk session),
+   * always outside a savepoint. A savepoint undone drops the rows added inside it.
+   */
+  readonly audits: Array<Record<string, unknown>> = [];
   /** Events moved to disk by `spillEvents` (a long transaction of many batches). */
   private spill?: EventSpill;
 
@@ -71,6 +77,11 @@ export class WriteTx {
   /** Whether `qr` is one of this write's transaction runners (row locks need a transaction). */
   owns(qr: QueryRunner): boolean {
     return qr === this.data || qr === this.config;
+  }
+
+  /** Adds an audit row of this write, written in this transaction before it commits. */
+  audit(row: Record<string, unknown>): void {
+    this.audits.push(row);
   }
 
   /** Adds an event of this write to the outbox, in this transaction (D54). */

@@ -176,6 +176,7 @@ describe('Bulk writes (D51)', () => {
         credit_limit: 1,
       });
       expect(other.statusCode).toBe(200);
+      const audits = await auditCount();
       const res = await bulk({
         operation: 'update',
         records: [
@@ -203,6 +204,17 @@ describe('Bulk writes (D51)', () => {
       expect((await read(b.id)).tier).toBe('silver');
       expect((await read(c.id)).credit_limit).toBe(1000);
       expect((await read(d.id)).tier).toBe('silver');
+      // The audit rows are written together at the commit: the row that stood has its one.
+      expect(await auditCount()).toBe(audits + 1);
+      const last = await ds
+        .createQueryBuilder()
+        .select('a.aud_record_id', 'record')
+        .addSelect('a.aud_event', 'event')
+        .from('app_audit_logs', 'a')
+        .orderBy('a.aud_id', 'DESC')
+        .limit(1)
+        .getRawOne<{ record: unknown; event: string }>();
+      expect(last).toEqual({ record: String(a.id), event: 'entity.updated' });
     });
 
     it('should ignore masked values sent back as read (D43) and keep the stored phone', async () => {

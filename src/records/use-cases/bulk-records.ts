@@ -181,6 +181,8 @@ export class BulkRecords {
         await feed(async (rows) => {
           if (batches++ > 0) await tx.spillEvents(ctx.tenantId);
           const outcomes = await this.writeRows(ctx, tx, options, rows, after);
+          // The batch's audit rows, in a few multi-row statements: memory holds one batch's.
+          await s.repository.flushAudits(tx);
           if (outcomes.some((o) => !o.ok)) failed = true;
           return outcomes;
         });

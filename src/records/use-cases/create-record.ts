@@ -100,7 +100,7 @@ export class CreateRecord {
       changed: Object.keys(after).filter((k) => after[k] !== null && after[k] !== undefined),
       operationId: randomUUID(),
     });
-    await s.recordAudit(ctx, tx.config, auditEntry);
+    s.recordAudit(ctx, tx, auditEntry);
     const set = [...checked.values.map((v) => v.field.name), ...secrets.map((x) => x.input)];
     s.emit(tx, ctx, entity, 'created', newId, set, after, now);
     await hooks.beforeCommit?.(tx, newId);

@@ -117,14 +117,14 @@ export class DeleteRecord {
       changed: [],
       operationId,
     });
-    await s.recordAudit(ctx, tx.config, auditEntry);
+    s.recordAudit(ctx, tx, auditEntry);
     s.emit(tx, ctx, entity, 'deleted', id, [], before, at);
     for (const step of plan.cascade)
       for (const row of step.rows) s.emit(tx, ctx, step.entity, 'deleted', row.id, [], { id: row.id }, at);
     // Every cascaded row gets an audit row of its own, pointing back at the parent.
     for (const step of plan.cascade) {
       for (const row of step.rows) {
-        await s.recordAudit(ctx, tx.config, {
+        s.recordAudit(ctx, tx, {
           ...auditEntry,
           entityCode: step.entity.code,
           recordId: row.id,

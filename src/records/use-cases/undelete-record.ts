@@ -122,7 +122,7 @@ export class UndeleteRecord {
           }),
           entityCode: row.entity.code,
         };
-        await s.recordAudit(ctx, tx.config, auditEntry);
+        s.recordAudit(ctx, tx, auditEntry);
         // D54: an undeleted row is announced as restored, with the record as it comes back.
         s.emit(tx, ctx, row.entity, 'restored', row.id, [], after, at);
         if (row.entity === entity && row.id === id) {

@@ -164,7 +164,7 @@ export class UpdateRecord {
       changed: [...changed.map((v) => v.field.name), ...secrets.map((x) => x.input)],
       operationId: randomUUID(),
     });
-    await s.recordAudit(ctx, tx.config, auditEntry);
+    s.recordAudit(ctx, tx, auditEntry);
     await hooks.beforeCommit?.(tx, id);
     return { id, entry: auditEntry, record: after, token: new Date(at).toISOString() };
   }

@@ -372,7 +372,8 @@ export class RecordWriteSupport {
   }
 
   /** The audit row, in the transaction, when the profile's flags ask for it. */
-  async recordAudit(ctx: RecordContext, qr: QueryRunner, entry: EntityAuditEntry): Promise<void> {
-    if (auditWanted(ctx.policy.audit, entry.event)) await this.audit.record(qr, entry);
+  /** The change's audit row (D29), when the profile asks for it: held by `tx` until its commit. */
+  recordAudit(ctx: RecordContext, tx: WriteTx, entry: EntityAuditEntry): void {
+    if (auditWanted(ctx.policy.audit, entry.event)) this.audit.record(tx, entry);
   }
 }
