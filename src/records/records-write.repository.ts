@@ -28,6 +28,13 @@ export interface WriteRow {
   auditRaw: unknown;
 }
 
+/** A row read with the LM and AUDIT aliases and the fields by name, as a WriteRow. */
+function writeRowOf(raw: Row, fields: FieldDef[]): WriteRow {
+  const out: Row = {};
+  for (const f of fields) out[f.name] = raw[f.name];
+  return { fields: out, lastModifiedRaw: raw[LM], auditRaw: raw[AUDIT] };
+}
+
 /** The row lock of `purpose` on the runner's dialect (dialect.ts), or none. */
 function lockOf(qr: QueryRunner, purpose: RowLockPurpose | undefined) {
   return purpose ? rowLockFor(dialectOf(qr.connection.driver.options.type), purpose) : undefined;
@@ -40,19 +47,20 @@ const lockBusy = (): ConflictError =>
 
 const LM = '__lm';
 const AUDIT = '__audit';
+const ID = '__id';
 /** IN lists are chunked below every dialect's parameter limit. */
 const IN_CHUNK = 500;
 
-/**
- * Writes to registered entity tables (spec §4.3). Every statement is built by entity-query.ts from
- * registry identifiers and runs on a runner of the caller's transaction.
- */
 /**
  * Audit rows per INSERT: 13 parameters a row, so 100 rows stay far below every driver's limit
  * (SQL Server's 2,100 parameters is the lowest).
  */
 const AUDIT_ROWS_PER_INSERT = 100;
 
+/**
+ * Writes to registered entity tables (spec §4.3). Every statement is built by entity-query.ts from
+ * registry identifiers and runs on a runner of the caller's transaction.
+ */
 @Injectable()
 export class RecordsWriteRepository {
   private readonly logger = new Logger('EntityWrite');
@@ -258,10 +266,32 @@ export class RecordsWriteRepository {
     );
     for (const f of fields) qb.addSelect(col(qr.connection, f.column), f.name);
     const raw = await qb.getRawOne<Row>();
-    if (!raw) return undefined;
-    const out: Row = {};
-    for (const f of fields) out[f.name] = raw[f.name];
-    return { fields: out, lastModifiedRaw: raw[LM], auditRaw: raw[AUDIT] };
+    return raw ? writeRowOf(raw, fields) : undefined;
+  }
+
+  /**
+   * Rows by key in `rule`'s scope, as `load` reads each (a bulk update's batch, D51): one
+   * statement per IN_CHUNK ids instead of one per row. Ids not found are absent from the map.
+   */
+  async loadMany(
+    qr: QueryRunner,
+    entity: EntityInfo,
+    rule: ScopeRule,
+    fields: FieldDef[],
+    ids: number[],
+  ): Promise<Map<number, WriteRow>> {
+    const out = new Map<number, WriteRow>();
+    const key = col(qr.connection, entity.primaryKeyColumn);
+    for (let i = 0; i < ids.length; i += IN_CHUNK) {
+      const qb = scoped(qr.connection, entity, rule, qr).andWhere(`${key} IN (:...__ids)`, {
+        __ids: ids.slice(i, i + IN_CHUNK),
+      });
+      qb.select(key, ID).addSelect(col(qr.connection, entity.columns.lastModified), LM);
+      qb.addSelect(col(qr.connection, entity.columns.auditData), AUDIT);
+      for (const f of fields) qb.addSelect(col(qr.connection, f.column), f.name);
+      for (const raw of await qb.getRawMany<Row>()) out.set(Number(raw[ID]), writeRowOf(raw, fields));
+    }
+    return out;
   }
 
   async insert(qr: QueryRunner, entity: EntityInfo, row: Row): Promise<number> {
@@ -283,6 +313,41 @@ export class RecordsWriteRepository {
       lastModified: expectedLastModified,
     }).execute();
     return result.affected ?? 0;
+  }
+
+  /**
+   * The compare-and-set UPDATE of `update`, then the row as it now stands in `rule`'s scope (as
+   * `load` reads it; none when nothing was updated). PostgreSQL answers both in one statement
+   * (UPDATE … RETURNING: a bulk update's row pays one round trip fewer); the other dialects run the
+   * UPDATE and then `load` in the same transaction.
+   */
+  async updateAndRead(
+    qr: QueryRunner,
+    entity: EntityInfo,
+    rule: ScopeRule,
+    id: number,
+    set: Row,
+    expectedLastModified: { value: unknown },
+    fields: FieldDef[],
+  ): Promise<{ affected: number; row?: WriteRow }> {
+    if (dialectOf(qr.connection.driver.options.type) !== 'postgres') {
+      const affected = await this.update(qr, entity, rule, id, set, expectedLastModified);
+      return { affected, row: affected === 1 ? await this.load(qr, entity, rule, fields, id) : undefined };
+    }
+    const esc = (c: string): string => qr.connection.driver.escape(c);
+    const returning = [
+      `${esc(entity.columns.lastModified)} AS ${esc(LM)}`,
+      `${esc(entity.columns.auditData)} AS ${esc(AUDIT)}`,
+      ...fields.map((f) => `${esc(f.column)} AS ${esc(f.name)}`),
+    ].join(', ');
+    const result = await scopedUpdate(qr.connection, entity, rule, id, set, {
+      queryRunner: qr,
+      lastModified: expectedLastModified,
+    })
+      .returning(returning)
+      .execute();
+    const raw = (result.raw as Row[] | undefined)?.[0];
+    return { affected: result.affected ?? 0, row: raw ? writeRowOf(raw, fields) : undefined };
   }
 
   /**

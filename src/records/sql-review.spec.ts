@@ -741,6 +741,20 @@ describe('every records statement, generated offline per dialect (review snapsho
       await step('update (compare-and-set)', customers, () =>
         repository.update(qr, customers, scope, RECORD_ID, { cus_name: INJECTION }, { value: 'x' }),
       );
+      await step('update and read back (PostgreSQL: one statement, RETURNING)', customers, () =>
+        repository.updateAndRead(
+          qr,
+          customers,
+          scope,
+          RECORD_ID,
+          { cus_name: INJECTION },
+          { value: 'x' },
+          customers.fields,
+        ),
+      );
+      await step("load a bulk update's rows in the write scope (D51)", customers, () =>
+        repository.loadMany(qr, customers, scope, customers.fields, [RECORD_ID, RECORD_ID + 1]),
+      );
       await step('load a deleted row in the write scope (undelete, D56)', customers, () =>
         repository.load(qr, customers, { ...scope, deleted: 'only' }, customers.fields, RECORD_ID),
       );

@@ -121,6 +121,7 @@ const WALK: Record<string, { internal: string[]; calls: Record<string, [string, 
     calls: {
       execute: ['update', (ctx) => new UpdateRecord(untouchable).execute(ctx, 1, { name: 'x' }, { ms: 1 })],
       prepare: ['update', (ctx) => new UpdateRecord(untouchable).prepare(ctx, 1, { name: 'x' }, { ms: 1 })],
+      preload: ['update', (ctx) => new UpdateRecord(untouchable).preload(ctx, untouchable, [1])],
       inTransaction: [
         'update',
         (ctx) => new UpdateRecord(untouchable).inTransaction(ctx, untouchable, untouchable),

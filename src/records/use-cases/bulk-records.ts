@@ -11,7 +11,7 @@ import { TransactionLost, type WriteTx } from '../write-tx';
 import { isRecordId } from '../values';
 import { CreateRecord } from './create-record';
 import { DeleteRecord } from './delete-record';
-import { UpdateRecord } from './update-record';
+import { type Preloaded, UpdateRecord } from './update-record';
 import type { UniqueValues } from './unique-values';
 import { RecordWriteSupport } from './write-support';
 import type { AcceptedValue } from '../validation';
@@ -217,6 +217,11 @@ export class BulkRecords {
       onlyCreates && creates.length > 1
         ? await s.preloadUniqueValues(tx, ctx.entity, ctx.tenantId, creates)
         : undefined;
+    // The rows of the updates, loaded in one statement (each row's own load otherwise).
+    const updateIds = steps.flatMap((st) =>
+      st instanceof AppError || st.updates === undefined ? [] : [st.updates],
+    );
+    const loaded = updateIds.length > 1 ? await this.updates.preload(ctx, tx, updateIds) : undefined;
     for (const [index, step] of steps.entries()) {
       const id = rows[index].id ?? null;
       const rowId = id !== null && Number.isFinite(id) ? id : null;
@@ -225,7 +230,7 @@ export class BulkRecords {
         continue;
       }
       try {
-        const result = await s.repository.withinSavepoint(tx, 'bulk_row', () => step(tx, known));
+        const result = await s.repository.withinSavepoint(tx, 'bulk_row', () => step(tx, known, loaded));
         // The row's unique values are taken once it stands (a row undone keeps none).
         if (step.values) known?.add(step.values);
         outcomes[index] = { index, id: result.done.id, ok: true, ...result.answer };
@@ -291,14 +296,16 @@ export class BulkRecords {
         if (!isRecordId(id) && expected.error)
           throw new ValidationError('Validation failed', [expected.error]);
         const prepared = await this.updates.prepare(ctx, id, row.body, expected);
-        return async (tx) => {
-          const done = await this.updates.inTransaction(ctx, tx, prepared);
+        const step: Step = async (tx, _known, loaded) => {
+          const done = await this.updates.inTransaction(ctx, tx, prepared, {}, {}, loaded);
           const record = this.updates.answer(ctx, done);
           return {
             done: { ...done, removed: [{ entity: ctx.entity, ids: [done.id] }] },
             answer: { record, lastModified: done.token },
           };
         };
+        step.updates = prepared.id;
+        return step;
       }
       case 'delete': {
         const id = row.id ?? NaN;
@@ -314,9 +321,17 @@ export class BulkRecords {
 
 type Answer = { record: Row | null; lastModified: string | null };
 
-/** A row's write in the transaction; a create's carries its accepted values (the batch's unique check). */
-type Step = ((tx: WriteTx, known?: UniqueValues) => Promise<{ done: Done; answer: Answer }>) & {
+/**
+ * A row's write in the transaction; a create's carries its accepted values (the batch's unique
+ * check), an update's the id it updates (the batch's rows are loaded together).
+ */
+type Step = ((
+  tx: WriteTx,
+  known?: UniqueValues,
+  loaded?: Preloaded,
+) => Promise<{ done: Done; answer: Answer }>) & {
   values?: AcceptedValue[];
+  updates?: number;
 };
 
 function summary(operation: BulkOperation, committed: boolean, rows: BulkRowOutcome[]): BulkResult {

@@ -7,6 +7,7 @@ import type { ExpectedToken } from '../concurrency-token';
 import type { EntityAuditEntry } from '../audit.service';
 import type { RecordContext } from '../record-context';
 import type { WriteTx } from '../write-tx';
+import type { WriteRow } from '../records-write.repository';
 import type { Row } from '../records-read.repository';
 import { writeScope } from '../scope';
 import { checkPayload, resolveEchoes } from '../validation';
@@ -32,6 +33,9 @@ export interface PreparedUpdate {
   secrets: Awaited<ReturnType<RecordWriteSupport['transformSecrets']>>;
   expected: ExpectedToken;
 }
+
+/** A batch's rows loaded by UpdateRecord.preload, by id (an id not found is absent). */
+export type Preloaded = ReadonlyMap<number, WriteRow>;
 
 /** What an update did inside its transaction. */
 export interface UpdateDone {
@@ -85,6 +89,19 @@ export class UpdateRecord {
     return { id, checked, secrets, expected };
   }
 
+  /**
+   * The rows a batch of updates will write, loaded in one statement in `tx` as `inTransaction`
+   * loads each (the caller's write scope, the snapshot fields): a bulk update's rows (D51) then
+   * skip their own load. Safe to read early: the UPDATE is a compare-and-set on the token read
+   * here, so a row changed meanwhile is still answered 409.
+   */
+  async preload(ctx: RecordContext, tx: WriteTx, ids: number[]): Promise<Preloaded> {
+    assertCanPerform('update', ctx);
+    const { entity, policy } = ctx;
+    const scope = writeScope(ctx, entity, policy);
+    return this.support.repository.loadMany(tx.data, entity, scope, snapshotFields(entity), ids);
+  }
+
   /** The write itself on the caller's transaction: load, echoes, validation, compare-and-set, audit. */
   async inTransaction(
     ctx: RecordContext,
@@ -92,6 +109,7 @@ export class UpdateRecord {
     prepared: PreparedUpdate,
     hooks: WriteHooks = {},
     options: UpdateOptions = {},
+    preloaded?: Preloaded,
   ): Promise<UpdateDone> {
     // Asked again: this entry point may be called without prepare (a bulk row, a job).
     assertCanPerform('update', ctx);
@@ -101,8 +119,10 @@ export class UpdateRecord {
     const fields = snapshotFields(entity);
     const scope = writeScope(ctx, entity, policy);
     await s.lockUniqueValues(tx, entity, ctx.tenantId, checked.values);
-    // Rule 1: the existing record, in the caller's write scope.
-    const existing = await s.repository.load(tx.data, entity, scope, fields, id);
+    // Rule 1: the existing record, in the caller's write scope (loaded with its batch, or now).
+    const existing = preloaded
+      ? preloaded.get(id)
+      : await s.repository.load(tx.data, entity, scope, fields, id);
     if (!existing) throw new NotFoundError(`${entity.code} ${id} not found`);
     const before = s.typed(fields, existing.fields);
     // D43: values the client read and sends back unchanged (masked, read-only) are ignored.
@@ -133,9 +153,15 @@ export class UpdateRecord {
     set[entity.columns.auditData] = JSON.stringify(audit);
     set[entity.columns.lastModified] = toDbTimestamp(at);
     // Rule 4: scoped by id, tenant and not deleted, and a compare-and-set on the value just read.
-    const affected = await s.repository.update(tx.data, entity, scope, id, set, {
-      value: existing.lastModifiedRaw,
-    });
+    const { affected, row: stored } = await s.repository.updateAndRead(
+      tx.data,
+      entity,
+      scope,
+      id,
+      set,
+      { value: existing.lastModifiedRaw },
+      fields,
+    );
     if (affected !== 1) {
       const now = await s.repository.load(tx.data, entity, scope, fields, id);
       if (!now) throw new NotFoundError(`${entity.code} ${id} not found`);
@@ -144,7 +170,6 @@ export class UpdateRecord {
     // A new password or a new role ends every session opened before it (D46, issue 9 #4).
     if (secrets.some((x) => x.revokesTokens) || changed.some((v) => revokesSessions(entity, v.field)))
       await s.revokeTokensOf(tx, entity, ctx.tenantId, id, at);
-    const stored = await s.repository.load(tx.data, entity, scope, fields, id);
     const after = stored ? s.typed(fields, stored.fields) : { ...before, ...s.snapshot(entity, id, values) };
     const names = [...changed.map((v) => v.field.name), ...secrets.map((x) => x.input)];
     s.emit(
