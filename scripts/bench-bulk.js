@@ -77,6 +77,8 @@ async function bulk(ctx, rows, value) {
     keyHex,
     secret,
     logLevel: 'warn',
+    // BENCH_PROFILE=<dir>: the service runs with --cpu-prof (scripts/bench/profile-top.js reads it).
+    nodeArgs: process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [],
     env: { BENCH_SERVICE_ENV: JSON.stringify({ BULK_MAX_ROWS: String(Math.max(ROWS, 1000)) }) },
   });
   try {

@@ -9,7 +9,6 @@ import { ConnectionsService } from '../database/connections/connections.service'
 import { DatabaseService } from '../database/database.service';
 import { dialectOf, rowLockFor } from '../database/dialect';
 import { isLockTimeout, lockAcquired, valueLockSql } from '../database/dialect/value-lock';
-import { savepointSql } from '../database/dialect/savepoint';
 import type { EntityInfo, FieldDef } from '../registry/registry.types';
 import { VALUE_SET_TABLE, valueSetCodes } from '../registry/value-sets';
 import { configRows } from '../database/scope/tenant-rows';
@@ -18,7 +17,7 @@ import type { Row } from './records-read.repository';
 import { scoped } from './query/select';
 import { col, ScopeRule, tenantScope } from './scope';
 import { OutboxRepository } from './outbox/outbox.repository';
-import { TransactionLost, WriteTx } from './write-tx';
+import { WriteTx } from './write-tx';
 
 /** A row as loaded for a write: its fields by name plus the raw concurrency and audit columns. */
 export interface WriteRow {
@@ -50,12 +49,6 @@ const AUDIT = '__audit';
 const ID = '__id';
 /** IN lists are chunked below every dialect's parameter limit. */
 const IN_CHUNK = 500;
-
-/**
- * Audit rows per INSERT: 13 parameters a row, so 100 rows stay far below every driver's limit
- * (SQL Server's 2,100 parameters is the lowest).
- */
-const AUDIT_ROWS_PER_INSERT = 100;
 
 /**
  * Writes to registered entity tables (spec §4.3). Every statement is built by entity-query.ts from
@@ -105,7 +98,7 @@ export class RecordsWriteRepository {
         if (dataDs !== configDs) data = await this.begin(dataDs, isolation);
         tx = new WriteTx(data, config);
         const result = await work(tx);
-        await this.flushAudits(tx);
+        await tx.flushAudits();
         // D54: the outbox rows last, after every other lock of the write, on the configuration
         // database beside the audit rows; the tenant's sequence stays locked until the commit.
         const withEvents = tx.hasEvents;
@@ -163,53 +156,6 @@ export class RecordsWriteRepository {
     );
     return next;
   }
-
-  /**
-   * Runs `work` inside a savepoint of the write's transaction (on both runners when the entity lives
-   * in another database than the configuration): when it throws, its statements alone are undone and
-   * the error is thrown on (and so are the outbox events it added); what ran before stays. Should the undo itself fail (a deadlock ended the
-   * whole transaction on MariaDB), TransactionLost carries the error: the transaction is gone.
-   */
-  async withinSavepoint<T>(tx: WriteTx, name: string, work: () => Promise<T>): Promise<T> {
-    const runners = tx.spansTwoDatabases ? [tx.data, tx.config] : [tx.data];
-    const sql = runners.map((qr) => savepointSql(dialectOf(qr.connection.driver.options.type), name));
-    for (const [i, qr] of runners.entries()) {
-      const release = this.deferredReleases.get(qr);
-      this.deferredReleases.delete(qr);
-      await qr.query(release ? `${release}; ${sql[i].set}` : sql[i].set);
-    }
-    // D54: the events the work adds are undone with it; so are its audit rows.
-    const eventsBefore = tx.events.length;
-    const auditsBefore = tx.audits.length;
-    let result: T;
-    try {
-      result = await work();
-    } catch (err) {
-      tx.events.length = eventsBefore;
-      tx.audits.length = auditsBefore;
-      try {
-        for (const [i, qr] of runners.entries()) await qr.query(sql[i].rollback);
-      } catch {
-        throw new TransactionLost(err);
-      }
-      throw err;
-    }
-    for (const [i, qr] of runners.entries()) {
-      const release = sql[i].release;
-      if (!release) continue;
-      if (dialectOf(qr.connection.driver.options.type) === 'postgres') this.deferredReleases.set(qr, release);
-      else await qr.query(release);
-    }
-    return result;
-  }
-
-  /**
-   * PostgreSQL: a succeeded savepoint's RELEASE, sent with the runner's next SAVEPOINT as one
-   * simple-protocol query (one round trip where a bulk write's row took two; issue 29). One left
-   * at the end of the transaction is released by its COMMIT. The other drivers take one statement
-   * per query. Runners are per transaction, so an entry never outlives its transaction.
-   */
-  private readonly deferredReleases = new WeakMap<QueryRunner, string>();
 
   /**
    * Holds the unique-value locks `names` until the transaction ends (see value-lock.ts). Names are
@@ -440,25 +386,5 @@ export class RecordsWriteRepository {
     const row = rows.find((r) => r.tenant !== null) ?? rows[0];
     const codes = row ? valueSetCodes(row.vals) : undefined;
     return codes ? new Set(codes) : undefined;
-  }
-
-  /**
-   * Writes the transaction's held `app_audit_logs` rows (D29) on its configuration runner, in
-   * statements of AUDIT_ROWS_PER_INSERT rows, in the order they were added. Outside any savepoint:
-   * before the commit, and between the batches of a bulk session.
-   */
-  async flushAudits(tx: WriteTx): Promise<void> {
-    if (tx.audits.length === 0) return;
-    const rows = tx.audits.splice(0);
-    const qr = tx.config;
-    for (let i = 0; i < rows.length; i += AUDIT_ROWS_PER_INSERT) {
-      const chunk = rows.slice(i, i + AUDIT_ROWS_PER_INSERT);
-      await qr.connection
-        .createQueryBuilder(qr)
-        .insert()
-        .into('app_audit_logs', Object.keys(chunk[0]))
-        .values(chunk)
-        .execute();
-    }
   }
 }

@@ -1,5 +1,4 @@
 import type { QueryRunner } from 'typeorm';
-import { RecordsWriteRepository } from './records-write.repository';
 import { TransactionLost, WriteTx } from './write-tx';
 
 /** A runner that records its statements; `failOn` makes one of them throw. */
@@ -16,23 +15,21 @@ function runner(type: string, failOn?: RegExp): QueryRunner & { log: string[] } 
 }
 
 describe('withinSavepoint (a bulk write row, D51)', () => {
-  const repository = new RecordsWriteRepository(null as never, null as never, null as never, null as never);
-
   it('should release the savepoint of a row that succeeds', async () => {
     const qr = runner('mysql');
-    await expect(repository.withinSavepoint(new WriteTx(qr, qr), 'bulk_row', async () => 7)).resolves.toBe(7);
+    await expect(new WriteTx(qr, qr).withinSavepoint('bulk_row', async () => 7)).resolves.toBe(7);
     expect(qr.log).toEqual(['SAVEPOINT bulk_row', 'RELEASE SAVEPOINT bulk_row']);
   });
 
   it("should send a succeeded row's RELEASE with the next row's SAVEPOINT on PostgreSQL (one round trip)", async () => {
     const qr = runner('postgres');
     const tx = new WriteTx(qr, qr);
-    await repository.withinSavepoint(tx, 'bulk_row', async () => 1);
+    await tx.withinSavepoint('bulk_row', async () => 1);
     await expect(
-      repository.withinSavepoint(tx, 'bulk_row', () => Promise.reject(new Error('row 2 failed'))),
+      tx.withinSavepoint('bulk_row', () => Promise.reject(new Error('row 2 failed'))),
     ).rejects.toThrow('row 2 failed');
-    await repository.withinSavepoint(tx, 'bulk_row', async () => 3);
-    await repository.withinSavepoint(tx, 'bulk_row', async () => 4);
+    await tx.withinSavepoint('bulk_row', async () => 3);
+    await tx.withinSavepoint('bulk_row', async () => 4);
     expect(qr.log).toEqual([
       'SAVEPOINT bulk_row',
       'RELEASE SAVEPOINT bulk_row; SAVEPOINT bulk_row',
@@ -42,7 +39,7 @@ describe('withinSavepoint (a bulk write row, D51)', () => {
     ]);
     // The last row's savepoint is left to the COMMIT; another transaction's runner starts clean.
     const next = runner('postgres');
-    await repository.withinSavepoint(new WriteTx(next, next), 'bulk_row', async () => 1);
+    await new WriteTx(next, next).withinSavepoint('bulk_row', async () => 1);
     expect(next.log).toEqual(['SAVEPOINT bulk_row']);
   });
 
@@ -50,7 +47,7 @@ describe('withinSavepoint (a bulk write row, D51)', () => {
     const qr = runner('postgres');
     const rowError = new Error('row failed');
     await expect(
-      repository.withinSavepoint(new WriteTx(qr, qr), 'bulk_row', () => Promise.reject(rowError)),
+      new WriteTx(qr, qr).withinSavepoint('bulk_row', () => Promise.reject(rowError)),
     ).rejects.toBe(rowError);
     expect(qr.log).toEqual(['SAVEPOINT bulk_row', 'ROLLBACK TO SAVEPOINT bulk_row']);
   });
@@ -58,14 +55,14 @@ describe('withinSavepoint (a bulk write row, D51)', () => {
   it("should drop the audit rows a failing row added, and keep the earlier rows' (D29)", async () => {
     const qr = runner('postgres');
     const tx = new WriteTx(qr, qr);
-    await repository.withinSavepoint(tx, 'bulk_row', async () => tx.audit({ aud_record_id: '1' }));
+    await tx.withinSavepoint('bulk_row', async () => tx.audit({ aud_record_id: '1' }));
     await expect(
-      repository.withinSavepoint(tx, 'bulk_row', async () => {
+      tx.withinSavepoint('bulk_row', async () => {
         tx.audit({ aud_record_id: '2' });
         throw new Error('row 2 failed');
       }),
     ).rejects.toThrow('row 2 failed');
-    await repository.withinSavepoint(tx, 'bulk_row', async () => tx.audit({ aud_record_id: '3' }));
+    await tx.withinSavepoint('bulk_row', async () => tx.audit({ aud_record_id: '3' }));
     expect(tx.audits.map((a) => a.aud_record_id)).toEqual(['1', '3']);
   });
 
@@ -74,9 +71,9 @@ describe('withinSavepoint (a bulk write row, D51)', () => {
     const tx = new WriteTx(qr, qr);
     const event = (recordId: number) =>
       ({ tenantId: '1', action: 'updated', entityCode: 'customers', recordId }) as never;
-    await repository.withinSavepoint(tx, 'bulk_row', async () => tx.emit(event(1)));
+    await tx.withinSavepoint('bulk_row', async () => tx.emit(event(1)));
     await expect(
-      repository.withinSavepoint(tx, 'bulk_row', async () => {
+      tx.withinSavepoint('bulk_row', async () => {
         tx.emit(event(2));
         throw new Error('row 2 failed');
       }),
@@ -88,7 +85,7 @@ describe('withinSavepoint (a bulk write row, D51)', () => {
     const data = runner('mysql');
     const config = runner('mssql');
     await expect(
-      repository.withinSavepoint(new WriteTx(data, config), 'bulk_row', () => Promise.reject(new Error('x'))),
+      new WriteTx(data, config).withinSavepoint('bulk_row', () => Promise.reject(new Error('x'))),
     ).rejects.toThrow('x');
     expect(data.log).toEqual(['SAVEPOINT bulk_row', 'ROLLBACK TO SAVEPOINT bulk_row']);
     expect(config.log).toEqual(['SAVE TRANSACTION bulk_row', 'ROLLBACK TRANSACTION bulk_row']);
@@ -97,8 +94,8 @@ describe('withinSavepoint (a bulk write row, D51)', () => {
   it('should say the transaction is lost when the undo fails (a MariaDB deadlock ended it)', async () => {
     const qr = runner('mysql', /^ROLLBACK TO/);
     const deadlock = Object.assign(new Error('Deadlock found'), { errno: 1213 });
-    const err: unknown = await repository
-      .withinSavepoint(new WriteTx(qr, qr), 'bulk_row', () => Promise.reject(deadlock))
+    const err: unknown = await new WriteTx(qr, qr)
+      .withinSavepoint('bulk_row', () => Promise.reject(deadlock))
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransactionLost);
     expect((err as TransactionLost).failure).toBe(deadlock);

@@ -633,7 +633,7 @@ describe('entity write repository SQL, generated offline for SQL Server', () => 
   it('should read value sets (tenant row or system row) and insert audit rows with values bound', async () => {
     const { qr, statements } = recorder();
     await repository.valueSetCodes(qr, INJECTION, String(TENANT_ID));
-    await insertAudit(repository, qr, {
+    await insertAudit(qr, {
       aud_tenant_id: TENANT_ID,
       aud_event: 'entity.created',
       aud_after: INJECTION,
@@ -766,7 +766,7 @@ describe('every records statement, generated offline per dialect (review snapsho
       );
       await step('value set', undefined, () => repository.valueSetCodes(qr, INJECTION, String(TENANT_ID)));
       await step('audit insert', undefined, () =>
-        insertAudit(repository, qr, {
+        insertAudit(qr, {
           aud_tenant_id: TENANT_ID,
           aud_event: 'entity.created',
           aud_after: INJECTION,
@@ -1017,12 +1017,8 @@ describe('dataview grid SQL (page, count, keyset page, aggregates, groups), gene
 });
 
 /** One audit row written as a write's commit writes it (held by the transaction, then flushed). */
-async function insertAudit(
-  repository: RecordsWriteRepository,
-  qr: QueryRunner,
-  row: Record<string, unknown>,
-) {
+async function insertAudit(qr: QueryRunner, row: Record<string, unknown>) {
   const tx = new WriteTx(qr, qr);
   tx.audit(row);
-  await repository.flushAudits(tx);
+  await tx.flushAudits();
 }

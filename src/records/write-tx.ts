@@ -1,7 +1,15 @@
 import type { DataSource, QueryRunner } from 'typeorm';
+import { dialectOf } from '../database/dialect';
+import { savepointSql } from '../database/dialect/savepoint';
 import type { LockStatement } from '../database/dialect/value-lock';
 import { EventSpill } from './outbox/event-spill';
 import type { PendingEvent } from './outbox/outbox.types';
+
+/**
+ * Audit rows per INSERT: 13 parameters a row, so 100 rows stay far below every driver's limit
+ * (SQL Server's 2,100 parameters is the lowest).
+ */
+const AUDIT_ROWS_PER_INSERT = 100;
 
 /**
  * One write's transaction(s): `data` on the entity's database (D3), `config` on the configuration
@@ -88,6 +96,72 @@ export class WriteTx {
   emit(event: PendingEvent): void {
     this.events.push(event);
   }
+
+  /**
+   * Writes the held audit rows on the configuration runner, in statements of
+   * AUDIT_ROWS_PER_INSERT rows, in the order they were added. Outside any savepoint: before the
+   * commit, and between the batches of a bulk session.
+   */
+  async flushAudits(): Promise<void> {
+    if (this.audits.length === 0) return;
+    const rows = this.audits.splice(0);
+    for (let i = 0; i < rows.length; i += AUDIT_ROWS_PER_INSERT) {
+      const chunk = rows.slice(i, i + AUDIT_ROWS_PER_INSERT);
+      await this.config.connection
+        .createQueryBuilder(this.config)
+        .insert()
+        .into('app_audit_logs', Object.keys(chunk[0]))
+        .values(chunk)
+        .execute();
+    }
+  }
+
+  /**
+   * Runs `work` inside a savepoint of this transaction (on both runners when the entity lives in
+   * another database than the configuration): when it throws, its statements alone are undone and
+   * the error is thrown on (and so are the outbox events and audit rows it added); what ran before
+   * stays. Should the undo itself fail (a deadlock ended the whole transaction on MariaDB),
+   * TransactionLost carries the error: the transaction is gone.
+   */
+  async withinSavepoint<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const runners = this.spansTwoDatabases ? [this.data, this.config] : [this.data];
+    const sql = runners.map((qr) => savepointSql(dialectOf(qr.connection.driver.options.type), name));
+    for (const [i, qr] of runners.entries()) {
+      const release = this.deferredReleases.get(qr);
+      this.deferredReleases.delete(qr);
+      await qr.query(release ? `${release}; ${sql[i].set}` : sql[i].set);
+    }
+    const eventsBefore = this.events.length;
+    const auditsBefore = this.audits.length;
+    let result: T;
+    try {
+      result = await work();
+    } catch (err) {
+      this.events.length = eventsBefore;
+      this.audits.length = auditsBefore;
+      try {
+        for (const [i, qr] of runners.entries()) await qr.query(sql[i].rollback);
+      } catch {
+        throw new TransactionLost(err);
+      }
+      throw err;
+    }
+    for (const [i, qr] of runners.entries()) {
+      const release = sql[i].release;
+      if (!release) continue;
+      if (dialectOf(qr.connection.driver.options.type) === 'postgres') this.deferredReleases.set(qr, release);
+      else await qr.query(release);
+    }
+    return result;
+  }
+
+  /**
+   * PostgreSQL: a succeeded savepoint's RELEASE, sent with the runner's next SAVEPOINT as one
+   * simple-protocol query (one round trip where a bulk write's row took two; issue 29). One left
+   * at the end of the transaction is released by its COMMIT. The other drivers take one statement
+   * per query.
+   */
+  private readonly deferredReleases = new Map<QueryRunner, string>();
 }
 
 /**

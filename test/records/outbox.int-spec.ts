@@ -314,7 +314,7 @@ describe('Outbox (D54)', () => {
       await tx.spillEvents(TENANT.initech);
       // A savepoint undone after the spill drops only its own events.
       await expect(
-        writes.withinSavepoint(tx, 'spill_test', () => {
+        tx.withinSavepoint('spill_test', () => {
           tx.emit(event(99));
           return Promise.reject(new Error('undone'));
         }),

@@ -182,7 +182,7 @@ export class BulkRecords {
           if (batches++ > 0) await tx.spillEvents(ctx.tenantId);
           const outcomes = await this.writeRows(ctx, tx, options, rows, after);
           // The batch's audit rows, in a few multi-row statements: memory holds one batch's.
-          await s.repository.flushAudits(tx);
+          await tx.flushAudits();
           if (outcomes.some((o) => !o.ok)) failed = true;
           return outcomes;
         });
@@ -230,7 +230,7 @@ export class BulkRecords {
         continue;
       }
       try {
-        const result = await s.repository.withinSavepoint(tx, 'bulk_row', () => step(tx, known, loaded));
+        const result = await tx.withinSavepoint('bulk_row', () => step(tx, known, loaded));
         // The row's unique values are taken once it stands (a row undone keeps none).
         if (step.values) known?.add(step.values);
         outcomes[index] = { index, id: result.done.id, ok: true, ...result.answer };
