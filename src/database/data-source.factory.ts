@@ -4,6 +4,7 @@ import { DataSource, DataSourceOptions } from 'typeorm';
 import type { DatabaseConfig } from '../config/config.schema';
 import { MIGRATIONS } from './migrations';
 import { bindSqliteIntegers } from './dialect/sqlite-binding';
+import { trackSqliteTransactions } from './dialect/sqlite-transactions';
 
 export const MIGRATIONS_TABLE = 'app_migrations';
 
@@ -80,7 +81,7 @@ export function dataSourceOptions(db: DatabaseConfig): DataSourceOptions {
 }
 
 export function createDataSource(db: DatabaseConfig): DataSource {
-  return bindSqliteIntegers(new DataSource(dataSourceOptions(db)));
+  return trackSqliteTransactions(bindSqliteIntegers(new DataSource(dataSourceOptions(db))));
 }
 
 /**

@@ -11,6 +11,7 @@ import { everyTenantConfigRows } from '../scope/tenant-rows';
 const CONNECTION_TABLE = { table: 'app_connections', prefix: 'con' };
 import { decryptConnectionString } from './connection-string.crypto';
 import { bindSqliteIntegers } from '../dialect/sqlite-binding';
+import { trackSqliteTransactions } from '../dialect/sqlite-transactions';
 import { storedSecretKeyRing } from '../../config/key-ring';
 import {
   connectionTypeProblem,
@@ -162,7 +163,9 @@ export class ConnectionsService implements OnApplicationShutdown {
     try {
       const { value, attempts } = await retryConnect(
         async () => {
-          const ds = bindSqliteIntegers(new DataSource(externalDataSourceOptions(db)));
+          const ds = trackSqliteTransactions(
+            bindSqliteIntegers(new DataSource(externalDataSourceOptions(db))),
+          );
           try {
             return await ds.initialize();
           } catch (err) {

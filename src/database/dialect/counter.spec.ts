@@ -62,7 +62,9 @@ describe('advanceCounter on a real SQLite database', () => {
     // Known but gone (the database was rebuilt): created again.
     await ds.query('DELETE FROM app_event_sequences WHERE evs_tenant_id = 2');
     expect(await step(2, 4, true)).toBe(4);
-    const rows = await ds.query('SELECT evs_tenant_id AS k, evs_last_sequence AS v FROM app_event_sequences ORDER BY 1');
+    const rows = await ds.query(
+      'SELECT evs_tenant_id AS k, evs_last_sequence AS v FROM app_event_sequences ORDER BY 1',
+    );
     expect(rows).toEqual([
       { k: 1, v: 8 },
       { k: 2, v: 4 },

@@ -63,7 +63,10 @@ export function counterSql(dialect: Dialect, t: CounterTable, key: number, step:
       };
     case 'sqlite':
       return {
-        add: { sql: `UPDATE ${table} SET ${v} = ${v} + ? WHERE ${k} = ? RETURNING ${v} AS last`, params: [n, key] },
+        add: {
+          sql: `UPDATE ${table} SET ${v} = ${v} + ? WHERE ${k} = ? RETURNING ${v} AS last`,
+          params: [n, key],
+        },
         create: {
           sql:
             `INSERT INTO ${table} (${k}, ${v}) VALUES (?, ?) ` +

@@ -4,6 +4,7 @@ import { LRUCache } from 'lru-cache';
 import { createHash } from 'node:crypto';
 import { CacheService } from '../../cache/cache.service';
 import { CACHE_TTL } from '../../cache/cache-keys';
+import { readCommitted, readMark } from '../../database/dialect/sqlite-transactions';
 import { NotFoundError } from '../../common/errors/app-error';
 import { isRecordId } from '../values';
 import { SerializedJson } from '../../common/serialized-json';
@@ -74,8 +75,11 @@ export class ListRecords {
     const keys = this.keysOf(ctx, query);
     const [cached, total] = await this.cache.getManyText([keys.page, keys.total]);
     if (cached !== undefined) return JSON.parse(cached) as ListResult;
+    const ds = this.repository.dataSourceFor(ctx.entity, ctx.tenantId);
+    const mark = readMark(ds);
     const result = await this.load(ctx, query, knownTotal(total));
-    await this.store(keys, JSON.stringify(result), total === undefined ? result.total : undefined);
+    if (readCommitted(ds, mark))
+      await this.store(keys, JSON.stringify(result), total === undefined ? result.total : undefined);
     return result;
   }
 
@@ -99,9 +103,13 @@ export class ListRecords {
   ): Promise<SerializedJson> {
     const [cached, total] = await this.cache.getManyText([keys.page, keys.total]);
     if (cached !== undefined) return new SerializedJson(cached);
+    const ds = this.repository.dataSourceFor(ctx.entity, ctx.tenantId);
+    const mark = readMark(ds);
     const result = await this.load(ctx, query, knownTotal(total));
     const text = JSON.stringify(result);
-    await this.store(keys, text, total === undefined ? result.total : undefined);
+    // Kept only when it read committed rows: a page read during an SQLite write transaction
+    // may show rows that transaction then rolls back (sqlite-transactions.ts).
+    if (readCommitted(ds, mark)) await this.store(keys, text, total === undefined ? result.total : undefined);
     return new SerializedJson(text);
   }
 
