@@ -75,7 +75,7 @@ const WALK: Record<string, { internal: string[]; calls: Record<string, [string, 
     calls: { execute: ['read', (ctx) => new ReadRecord(untouchable).execute(ctx, 1)] },
   },
   ListRecords: {
-    internal: ['keysOf', 'hashOf', 'store', 'loadSerialized', 'load'],
+    internal: ['keysOf', 'pageKey', 'hashOf', 'store', 'loadSerialized', 'load'],
     calls: {
       execute: ['read', (ctx) => new ListRecords(untouchable, untouchable).execute(ctx, query)],
       executeSerialized: [

@@ -46,6 +46,16 @@ interface ListKeys {
   total: string;
 }
 
+/** Who a list is read for, as far as it decides the rows (D27's key): profile, registry row, @user. */
+function whoOf(ctx: RecordContext): { profile: unknown; registry: unknown; user: unknown } {
+  const vars = ctx.policy.rowFilter ? rowFilterVariables(ctx.policy.rowFilter) : { userAttrs: [] };
+  return {
+    profile: ctx.profileId,
+    registry: ctx.entity.registryId,
+    user: vars.userAttrs.length > 0 ? ctx.user.userId : null,
+  };
+}
+
 /** A kept total as a number; anything else (a miss, a text that is not a count) is unknown. */
 function knownTotal(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
@@ -89,11 +99,11 @@ export class ListRecords {
    */
   executeSerialized(ctx: RecordContext, query: OffsetRecordQuery): SerializedJson | Promise<SerializedJson> {
     assertCanPerform('read', ctx);
-    const keys = this.keysOf(ctx, query);
+    const page = this.pageKey(ctx, query);
     // A page held in this process is answered without a promise.
-    const held = this.cache.peekText(keys.page);
+    const held = this.cache.peekText(page);
     if (held !== undefined) return new SerializedJson(held);
-    return this.loadSerialized(ctx, query, keys);
+    return this.loadSerialized(ctx, query, this.keysOf(ctx, query, page));
   }
 
   private async loadSerialized(
@@ -130,26 +140,16 @@ export class ListRecords {
    * is one statement instead of two. Both live under the entity's list keys of the tenant, which
    * every write of the entity drops (D27), so a total is never older than the pages beside it.
    */
-  private keysOf(ctx: RecordContext, query: OffsetRecordQuery): ListKeys {
-    const vars = ctx.policy.rowFilter ? rowFilterVariables(ctx.policy.rowFilter) : { userAttrs: [] };
-    const who = {
-      profile: ctx.profileId,
-      registry: ctx.entity.registryId,
-      user: vars.userAttrs.length > 0 ? ctx.user.userId : null,
-    };
+  private keysOf(ctx: RecordContext, query: OffsetRecordQuery, page = this.pageKey(ctx, query)): ListKeys {
     const matching = { filters: query.filters, search: query.search ?? null };
-    return {
-      page: this.cache.keys.entityList(
-        ctx.tenantId,
-        ctx.entity.code,
-        this.hashOf(JSON.stringify({ query, ...who })),
-      ),
-      total: this.cache.keys.entityList(
-        ctx.tenantId,
-        ctx.entity.code,
-        `total-${this.hashOf(JSON.stringify({ ...matching, ...who }))}`,
-      ),
-    };
+    const hash = this.hashOf(JSON.stringify({ ...matching, ...whoOf(ctx) }));
+    return { page, total: this.cache.keys.entityList(ctx.tenantId, ctx.entity.code, `total-${hash}`) };
+  }
+
+  /** The page's key alone: all a cached page needs (its total's key only matters on a miss). */
+  private pageKey(ctx: RecordContext, query: OffsetRecordQuery): string {
+    const hash = this.hashOf(JSON.stringify({ query, ...whoOf(ctx) }));
+    return this.cache.keys.entityList(ctx.tenantId, ctx.entity.code, hash);
   }
 
   /** The same pages are asked for again and again: their hashes are remembered (bounded). */
