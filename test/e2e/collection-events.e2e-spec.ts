@@ -213,7 +213,8 @@ describe('Collection events (D37, spec §4.5, §6)', () => {
   it("should drop the affected list keys and run the reload hooks on another instance's event", async () => {
     expect((await call('GET', '/api/v1/customers?limit=3')).statusCode).toBe(200);
     const pattern = cache.keys.entityListAll(TENANT.acme, 'customers');
-    expect(await cache.store.keys(pattern)).toHaveLength(1);
+    // The page and the total of its filters (D27).
+    expect(await cache.store.keys(pattern)).toHaveLength(2);
     const event: CollectionEvent = {
       type: 'updated',
       entityCode: 'customers',
@@ -239,7 +240,8 @@ describe('Collection events (D37, spec §4.5, §6)', () => {
       cache.keys.entityListAll(TENANT.globex, 'customers'),
       cache.keys.entityListAll(TENANT.acme, 'orders'),
     ];
-    for (const pattern of kept) expect(await cache.store.keys(pattern)).toHaveLength(1);
+    // Each list: its page and its total.
+    for (const pattern of kept) expect(await cache.store.keys(pattern)).toHaveLength(2);
     await publishFromAnotherInstance({
       type: 'created',
       entityCode: 'customers',
@@ -247,7 +249,7 @@ describe('Collection events (D37, spec §4.5, §6)', () => {
       id: 2,
       at: new Date().toISOString(),
     });
-    for (const pattern of kept) expect(await cache.store.keys(pattern)).toHaveLength(1);
+    for (const pattern of kept) expect(await cache.store.keys(pattern)).toHaveLength(2);
   });
 
   it("should drop a user's sign-in state on another instance's users event", async () => {
