@@ -26,6 +26,7 @@ import { WebhookTelemetry } from './webhook-telemetry';
 import type { WebhookRow } from './webhook.types';
 import { WebhooksRepository } from './webhooks.repository';
 import { storedSecretKeyRing } from '../config/key-ring';
+import { retryDelayMs } from './retry-delay';
 
 const MIN_IDLE_MS = 20;
 
@@ -38,14 +39,6 @@ interface PendingSuccess {
 }
 /** Events one relay pass reads per webhook. */
 const RELAY_BATCH = 500;
-/** Jitter added to each retry delay: up to this fraction of it. */
-const JITTER = 0.2;
-
-/** The delay before retry `attempt` (1-based) with up to 20 % jitter; the schedule's last value repeats. */
-export function retryDelayMs(schedule: readonly number[], attempt: number, random = Math.random): number {
-  const base = schedule[Math.min(attempt, schedule.length) - 1] ?? schedule[schedule.length - 1] ?? 5000;
-  return Math.round(base * (1 + JITTER * random()));
-}
 
 /**
  * The webhook worker of this instance (D54), on every instance with WEBHOOK_WORKER=on:

@@ -2,7 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { matchesAny, parsePatterns } from './event-patterns';
 import { newWebhookSecret, signatureHeaders } from './signature';
 import { guardedLookup, isPrivateAddress, refusalOf, urlProblem } from './ssrf';
-import { retryDelayMs } from './webhook-worker';
+import { retryDelayMs } from './retry-delay';
 import type { FieldError } from '../common/errors/app-error';
 
 const STRICT = { refusePrivate: true, allowedHosts: [] as string[] };
