@@ -12,10 +12,11 @@ import { clientErrorHandler, frameworkErrorHandler } from './http/client-errors.
 import { installBodyParsers } from './common/http/json-body.hook';
 import { installMultipart } from './common/http/multipart.hook';
 import { DEFAULT_JSON_MAX_DEPTH } from './common/http/json-depth';
-import { installOverloadProtection } from './common/http/overload.hook';
+import { installOverloadProtection } from './http/overload.hook';
 import { installSecurityHeaders } from './common/http/security-headers.hook';
 import { requestIdFor } from './common/http/request-id';
-import { installAccessLog, pinoParams, QuietFrameworkLogger } from './common/logging';
+import { pinoParams, QuietFrameworkLogger } from './common/logging';
+import { installAccessLog } from './http/access-log.hook';
 import type { AppConfig } from './config/config.schema';
 import { MetricsService } from './health/metrics.service';
 import { PROBE_PATHS } from './common/http/probe-paths';

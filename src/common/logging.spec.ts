@@ -3,14 +3,8 @@ import fastify from 'fastify';
 import { pino, type DestinationStream, type LoggerOptions } from 'pino';
 import type { AppConfig } from '../config/config.schema';
 import { codeForStatus } from './errors/error-codes';
-import {
-  installAccessLog,
-  pinoBaseOptions,
-  pinoParams,
-  QuietFrameworkLogger,
-  redactUrl,
-  setLogContext,
-} from './logging';
+import { installAccessLog } from '../http/access-log.hook';
+import { pinoBaseOptions, pinoParams, QuietFrameworkLogger, redactUrl, setLogContext } from './logging';
 import type { AuthUser } from './request-context';
 import { requestScope, type RequestScope } from './request-scope';
 

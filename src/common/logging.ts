@@ -1,11 +1,9 @@
 import { hostname } from 'node:os';
 import type { LoggerService } from '@nestjs/common';
-import type { FastifyInstance } from 'fastify';
 import type { Params } from 'nestjs-pino';
 import { pino, type DestinationStream, type TransportSingleOptions } from 'pino';
 import type { AppConfig } from '../config/config.schema';
 import { requestScope, type RequestScope } from './request-scope';
-import './http/request-fields';
 
 /** Paths whose requests are not logged: probes and metrics scrapes (STYLE). */
 const QUIET_PATHS = new Set(['/healthz', '/readyz', '/livez', '/metrics']);
@@ -174,7 +172,7 @@ export function pinoBaseOptions(config: AppConfig) {
  *
  * `forRoutes: []` mounts no HTTP middleware: pino-http run as Nest middleware through
  * @fastify/middie cost about a tenth of a cached read (a child logger and a redaction pass per
- * request). The access line is written by a Fastify hook instead (installAccessLog).
+ * request). The access line is written by a Fastify hook instead (http/access-log.hook.ts).
  * `pinoHttp.stream`, when set (the tests' capture), is where both loggers write.
  */
 export function pinoParams(config: AppConfig): Params {
@@ -307,24 +305,6 @@ function bufferedStdout(): DestinationStream {
   });
   stdoutBuffer = destination;
   return destination;
-}
-
-/** Writes the access line of every request when its answer has gone (Fastify `onResponse`). */
-export function installAccessLog(fastify: FastifyInstance, params: Params): void {
-  const write = createAccessLog(params);
-  fastify.addHook('onResponse', (request, reply, done) => {
-    write({
-      id: request.id,
-      method: request.method,
-      url: request.url,
-      statusCode: reply.statusCode,
-      elapsedMs: reply.elapsedTime,
-      tenantId: request.tenant?.id,
-      userId: request.user?.userId,
-      errorCode: request.errorCode,
-    });
-    done();
-  });
 }
 
 /** Nest's start-up chatter: a line per module and per route, useful when debugging only. */

@@ -9,7 +9,7 @@ import { HttpDrainService } from './http-drain.service';
 import { MetricsService } from './metrics.service';
 import { PROBE_PATHS } from '../common/http/probe-paths';
 import { ReadinessService } from './readiness.service';
-import '../common/http/request-fields';
+import type {} from '../common/decorators/context.decorators';
 
 function isProbe(url: string): boolean {
   const q = url.indexOf('?');

@@ -22,7 +22,7 @@ import {
   reachabilityProbe,
 } from './database-outage.hook';
 import { errorBody } from '../common/http/envelope';
-import '../common/http/request-fields';
+import type {} from '../common/decorators/context.decorators';
 
 interface Translated {
   status: number;

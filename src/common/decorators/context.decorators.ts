@@ -1,6 +1,7 @@
 import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { AuthorizationError } from '../errors/app-error';
+import type { ErrorCode } from '../errors/error-codes';
 import { ApiProtected, ApiTenantOnly } from '../http/api-docs';
 import type { Actor, AuthUser, TenantContext } from '../request-context';
 import type { RequestScope } from '../request-scope';
@@ -16,6 +17,11 @@ declare module 'fastify' {
     changeTicket?: TicketClaims;
     /** The bearer token's issue time (epoch ms), set by JwtAuthGuard beside `user`. */
     tokenIssuedAtMs?: number;
+    /**
+     * The code of the error envelope the request was answered with (D18), for its access line: set
+     * by the exception filter and the hooks that answer errors themselves (readiness, overload).
+     */
+    errorCode?: ErrorCode;
   }
 }
 

@@ -1,10 +1,10 @@
 import { Logger } from '@nestjs/common';
 import underPressure, { FastifyUnderPressureOptions } from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppConfig } from '../../config/config.schema';
-import { PROBE_PATHS } from './probe-paths';
-import { ErrorBody, errorBody } from './envelope';
-import './request-fields';
+import type { AppConfig } from '../config/config.schema';
+import { PROBE_PATHS } from '../common/http/probe-paths';
+import { ErrorBody, errorBody } from '../common/http/envelope';
+import type {} from '../common/decorators/context.decorators';
 
 /**
  * Load shedding (issue 13 #6): while the event loop is saturated — the mean delay of its timers, or
