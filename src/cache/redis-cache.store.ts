@@ -88,6 +88,8 @@ export class RedisCacheStore implements CacheStore {
     const client = this.client;
     if (client.status === 'ready') return;
     if (client.status === 'end') throw new Error('Connection is closed.');
+    // No time left: not ready now is the answer (a 0 ms timer could fire after a fast connect).
+    if (timeoutMs <= 0) throw new Error(`Cache not ready within ${timeoutMs} ms`);
     await new Promise<void>((resolve, reject) => {
       let lastError: Error | undefined;
       const onError = (err: Error): void => {
