@@ -17,6 +17,18 @@ export function bodyRecordId(raw: unknown): number {
   return NaN;
 }
 
+/**
+ * A bulk row's id (issue 34 #5): an integer, as a JSON number or its digits, or the reason it is not
+ * one (an object such as `{"$gt": 0}`, an array, a float, a string of non-digits) — a 400 naming the
+ * field, never a row that "is not found" as NaN. An integer outside the key's range stays a number:
+ * it names no record, so its row answers 404 as the single route would (D45).
+ */
+export function bulkRowId(raw: unknown): { id: number } | { error: string } {
+  if (typeof raw === 'number' && Number.isInteger(raw)) return { id: raw };
+  if (typeof raw === 'string' && /^\d+$/.test(raw)) return { id: Number(raw) };
+  return { error: 'must be a record id (an integer, or its digits as a string)' };
+}
+
 export const tooManyRows = (count: number, max: number): AppError =>
   new AppError('PAYLOAD_TOO_LARGE', `A bulk request takes at most ${max} rows; this one has ${count}`, {
     maxRows: max,
@@ -58,9 +70,9 @@ export function parseBulkBody(body: unknown, maxRows: number): BulkInput {
   const rows: BulkRowInput[] = [];
   for (const [i, item] of items.entries()) {
     if (operation === 'delete') {
-      if (typeof item !== 'number' && typeof item !== 'string')
-        errors.push({ field: `ids[${i}]`, error: 'must be a record id' });
-      rows.push({ id: bodyRecordId(item) });
+      const read = bulkRowId(item);
+      if ('error' in read) errors.push({ field: `ids[${i}]`, error: read.error });
+      rows.push({ id: 'id' in read ? read.id : NaN });
       continue;
     }
     if (!isObject(item)) {
@@ -76,8 +88,13 @@ export function parseBulkBody(body: unknown, maxRows: number): BulkInput {
       errors.push({ field: `records[${i}].id`, error: 'is required' });
       continue;
     }
+    const read = bulkRowId(id);
+    if ('error' in read) {
+      errors.push({ field: `records[${i}].id`, error: read.error });
+      continue;
+    }
     rows.push({
-      id: bodyRecordId(id),
+      id: read.id,
       body: fields,
       expected: expectedToken(fields[LAST_MODIFIED_KEY], undefined),
     });
