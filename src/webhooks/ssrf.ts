@@ -1,12 +1,14 @@
 import { BlockList, isIP } from 'node:net';
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 
 /**
- * D54's SSRF rules for webhook URLs. Outside development, an address that is loopback, link-local,
- * private (RFC 1918, unique-local IPv6), unspecified, CGNAT or multicast is refused unless its host
- * is listed in WEBHOOK_ALLOWED_HOSTS. The check runs on the address actually connected to (a custom
- * DNS lookup), so a name that resolves differently at delivery time (DNS rebinding) is caught.
+ * D54's SSRF rules for webhook URLs. Unless NODE_ENV is explicitly `development`, an address that is
+ * loopback, link-local, private (RFC 1918, unique-local IPv6), unspecified, CGNAT or multicast is
+ * refused unless its host is listed in WEBHOOK_ALLOWED_HOSTS — an IPv6 address that carries an IPv4
+ * one (mapped, compatible, NAT64, 6to4, Teredo) as the IPv4 it reaches. The check runs on the
+ * address actually connected to (a custom DNS lookup), so a name that resolves differently at
+ * delivery time (DNS rebinding) is caught.
  */
 const BLOCKED = new BlockList();
 for (const [net, prefix] of [
@@ -29,8 +31,50 @@ for (const [net, prefix] of [
   ['fc00::', 7],
   ['fe80::', 10],
   ['ff00::', 8],
+  // Local-use NAT64 (RFC 8215): a translator of the deployment's own network.
+  ['64:ff9b:1::', 48],
 ] as const)
   BLOCKED.addSubnet(net, prefix, 'ipv6');
+
+/**
+ * The IPv6 prefixes whose addresses reach an IPv4 one, and where its 32 bits sit (the index of its
+ * first 16-bit group). NAT64 and 6to4 are public routes in general (DNS64 gives every IPv4-only host
+ * a 64:ff9b:: address), so they are refused by the IPv4 they lead to, not as a whole.
+ */
+const EMBEDDING: readonly { net: string; prefix: number; at: number; inverted?: boolean }[] = [
+  { net: '::', prefix: 96, at: 6 }, // IPv4-compatible (deprecated): ::127.0.0.1
+  { net: '::ffff:0:0', prefix: 96, at: 6 }, // IPv4-mapped: ::ffff:7f00:1
+  { net: '64:ff9b::', prefix: 96, at: 6 }, // NAT64 well-known prefix (RFC 6052)
+  { net: '2002::', prefix: 16, at: 1 }, // 6to4 (RFC 3056)
+  { net: '2001::', prefix: 32, at: 6, inverted: true }, // Teredo client (RFC 4380), bits inverted
+];
+const EMBEDDING_LISTS = EMBEDDING.map((e) => {
+  const list = new BlockList();
+  list.addSubnet(e.net, e.prefix, 'ipv6');
+  return { ...e, list };
+});
+
+/** The eight 16-bit groups of an IPv6 address (the URL parser validates and canonicalizes it). */
+function ipv6Groups(address: string): number[] {
+  const canonical = new URL(`http://[${address.replace(/%.*$/, '')}]/`).hostname.slice(1, -1);
+  const [head, tail] = canonical.split('::');
+  const parse = (part: string | undefined) => (part ? part.split(':').map((g) => parseInt(g, 16)) : []);
+  const left = parse(head);
+  const right = parse(tail);
+  return tail === undefined
+    ? left
+    : [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right];
+}
+
+/** The IPv4 address an IPv6 one carries, by the embedding forms above, or undefined. */
+export function embeddedIpv4(address: string): string | undefined {
+  const form = EMBEDDING_LISTS.find((e) => e.list.check(address, 'ipv6'));
+  if (!form) return undefined;
+  const groups = ipv6Groups(address);
+  const bits = ((groups[form.at] << 16) | groups[form.at + 1]) >>> 0;
+  const v4 = form.inverted ? ~bits >>> 0 : bits;
+  return [24, 16, 8, 0].map((shift) => (v4 >>> shift) & 255).join('.');
+}
 
 export interface SsrfPolicy {
   refusePrivate: boolean;
@@ -42,9 +86,9 @@ export function isPrivateAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) return BLOCKED.check(address, 'ipv4');
   if (family === 6) {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-    if (mapped) return BLOCKED.check(mapped[1], 'ipv4');
-    return BLOCKED.check(address, 'ipv6');
+    if (BLOCKED.check(address, 'ipv6')) return true;
+    const v4 = embeddedIpv4(address);
+    return v4 !== undefined && BLOCKED.check(v4, 'ipv4');
   }
   return true;
 }
@@ -89,13 +133,24 @@ export class SsrfRefusedError extends Error {
   }
 }
 
+/** dns.lookup with `all: true` (a test gives its own: a name's addresses are not a test's to set). */
+export type Resolver = (
+  hostname: string,
+  options: LookupAllOptions,
+  callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
 /**
  * A `lookup` for http.request that refuses the addresses the policy refuses, so the address
  * checked is the one connected to. (An IP literal never reaches a lookup: urlProblem checks it.)
  */
-export function guardedLookup(policy: SsrfPolicy, host: string): LookupFunction {
+export function guardedLookup(
+  policy: SsrfPolicy,
+  host: string,
+  resolve: Resolver = dnsLookup,
+): LookupFunction {
   return (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+    resolve(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
       if (err) return callback(err, '', 0);
       const list = Array.isArray(addresses) ? addresses : [];
       for (const a of list) {
