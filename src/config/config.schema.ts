@@ -116,20 +116,8 @@ export interface AppConfig {
    * rows of one bulk write (D51).
    */
   writes: { lockTimeoutMs: number; bulkMaxRows: number };
-  /**
-   * Imports (D53): the most data rows and bytes of one file, and what its content may hold
-   * (issue 34: inflated bytes, zip ratio, cell and row text, shared strings).
-   */
-  imports: {
-    maxRows: number;
-    maxBytes: number;
-    maxInflatedBytes: number;
-    maxRatio: number;
-    maxCellChars: number;
-    maxRowChars: number;
-    maxSharedStrings: number;
-    maxSharedStringsBytes: number;
-  };
+  /** Imports (D53): the most data rows and bytes of one file. */
+  imports: { maxRows: number; maxBytes: number };
   exports: {
     ttlS: number;
     dir: string;
@@ -150,7 +138,7 @@ export interface AppConfig {
   /** D56: audit retention in days (0 = forever) and how often the pruning job runs. */
   auditRetention: { days: number; intervalMs: number };
   /** D54: the outbox's retention and the webhook worker of this instance. */
-  events: { retentionS: number; maxStreamsPerUser: number; maxBufferBytes: number };
+  events: { retentionS: number; maxStreamsPerUser: number };
   webhooks: {
     worker: boolean;
     concurrency: number;
@@ -403,16 +391,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       retryAfterS: v.OVERLOAD_RETRY_AFTER_S(),
     },
     writes: { lockTimeoutMs: v.WRITE_LOCK_TIMEOUT_MS(), bulkMaxRows: v.BULK_MAX_ROWS() },
-    imports: {
-      maxRows: v.IMPORT_MAX_ROWS(),
-      maxBytes: v.IMPORT_MAX_BYTES(),
-      maxInflatedBytes: v.IMPORT_MAX_INFLATED_BYTES(),
-      maxRatio: v.IMPORT_MAX_ZIP_RATIO(),
-      maxCellChars: v.IMPORT_MAX_CELL_CHARS(),
-      maxRowChars: v.IMPORT_MAX_ROW_CHARS(),
-      maxSharedStrings: v.IMPORT_MAX_SHARED_STRINGS(),
-      maxSharedStringsBytes: v.IMPORT_MAX_SHARED_STRINGS_BYTES(),
-    },
+    imports: { maxRows: v.IMPORT_MAX_ROWS(), maxBytes: v.IMPORT_MAX_BYTES() },
     exports: {
       ttlS: v.EXPORT_TTL_S(),
       dir: v.EXPORT_DIR ?? './data/exports',
@@ -426,11 +405,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     jobs: { worker: v.JOB_WORKER !== 'off', leaseMs: v.JOB_LEASE_MS(), pollMs: v.JOB_POLL_MS() },
     tenantUsageFlushMs: v.TENANT_USAGE_FLUSH_MS(),
     auditRetention: { days: v.AUDIT_RETENTION_DAYS(), intervalMs: v.AUDIT_RETENTION_INTERVAL_MS() },
-    events: {
-      retentionS: v.EVENTS_RETENTION_S(),
-      maxStreamsPerUser: v.SSE_MAX_STREAMS_PER_USER(),
-      maxBufferBytes: v.SSE_MAX_BUFFER_BYTES(),
-    },
+    events: { retentionS: v.EVENTS_RETENTION_S(), maxStreamsPerUser: v.SSE_MAX_STREAMS_PER_USER() },
     webhooks: {
       worker: v.WEBHOOK_WORKER !== 'off',
       concurrency: v.WEBHOOK_CONCURRENCY(),
