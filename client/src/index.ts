@@ -6,17 +6,46 @@
  *   (none behind the tenant proxy);
  * - any 401 answer (every route, `api` included) clears both and calls `onSignedOut('unauthorized')`
  *   once per session; sign-in's own 401 (wrong credentials) is a failed sign-in, not a sign-out;
- * - saves send `If-Match: "<lastModified>"` (D24, D42); a stale one answers 409 → ApiError CONFLICT.
+ * - saves send `If-Match: "<lastModified>"` (D24, D42); a stale one answers 409 → ApiError CONFLICT;
+ * - bodies fetch sends as they are (FormData, Blob, bytes, a string under a non-JSON content type) are
+ *   not JSON-encoded (body.ts); imports, dataview pages and live changes have typed helpers.
  */
 import createClient from 'openapi-fetch';
 import type { Client, Middleware } from 'openapi-fetch';
 import type { paths } from './schema';
-import { liveChanges, type LiveChange, type LiveChangesOptions, type LiveEvent } from './live';
+import { serializeBody } from './body';
+import { dataviewsApi, type ChangesOptions, type DataviewsApi } from './dataviews';
+import { isObject } from './errors';
+import { importsApi, type ImportsApi } from './imports';
+import { liveChanges, type ChangeEvent } from './live';
+import { answered, dataOf, unwrap } from './outcome';
+import type { EntityRecord, RecordWithVersion, SignInResult } from './types';
 
 export type { components, paths } from './schema';
 export type { Client } from 'openapi-fetch';
+export { ApiError, toApiError } from './errors';
+export { bodyOf, unwrap } from './outcome';
 export { liveChanges, LiveChangesError, SseParser } from './live';
-export type { LiveChange, LiveChangesOptions, LiveEvent } from './live';
+export type { ChangeEvent, LiveChange, LiveChangesOptions, LiveEvent } from './live';
+export type { EntityRecord, RecordWithVersion, SignInResult, SuccessData } from './types';
+export { XLSX_TYPE } from './imports';
+export type { ImportFile, ImportId, ImportJob, ImportOptions, ImportsApi, ImportStarted, ImportWaitOptions } from './imports';
+export type {
+  ChangesOptions,
+  DataviewGroup,
+  DataviewRow,
+  DataviewsApi,
+  GridAggregates,
+  GridFilter,
+  GridOperator,
+  GridPage,
+  GridPageQuery,
+  GridPagination,
+  GridQuery,
+  GridRow,
+  GridSortKey,
+  GroupKey,
+} from './dataviews';
 
 /** The subset of the Web Storage API the client needs (window.localStorage fits). */
 export interface TokenStorage {
@@ -41,31 +70,6 @@ export interface ApiClientOptions {
   fetch?: typeof fetch;
 }
 
-type Envelope<T> = T extends { data?: infer D } ? NonNullable<D> : never;
-type JsonOk<Op> = Op extends { responses: { 200: { content: { 'application/json': infer B } } } } ? B : never;
-
-/** The sign-in answer's `data` (spec §2.13): token, user_id, tenant_id, expires_in, expires_at, … */
-export type SignInResult = Envelope<JsonOk<paths['/api/v1/auth/signin']['post']>>;
-
-/**
- * A record's type: the schema the document gives the entity (`customers` → Customer, from the
- * registry) when `entity` is one of its literal paths, else a plain object.
- */
-export type EntityRecord<E extends string> = `/api/v1/${E}/{id}` extends infer P
-  ? P extends keyof paths
-    ? paths[P] extends { get: infer Op }
-      ? Envelope<JsonOk<Op>>
-      : Record<string, unknown>
-    : Record<string, unknown>
-  : never;
-
-/** A record as the single-record read answers it, with its concurrency token (D24, D42). */
-export type RecordWithVersion<T extends object = Record<string, unknown>> = T & {
-  [field: string]: unknown;
-  /** ISO 8601 with milliseconds; null for a row written outside the service (no ETag then). */
-  lastModified: string | null;
-};
-
 export interface ApiClient {
   /** The openapi-fetch client: every route typed (`api.GET('/api/v1/auth/profile')`), answers not unwrapped. */
   readonly api: Client<paths>;
@@ -89,46 +93,17 @@ export interface ApiClient {
     changes: object,
     lastModified: string | null,
   ): Promise<RecordWithVersion<EntityRecord<E>>>;
+  /** Imports (D53): `upload(entity, csvText | Blob | bytes, options)`, `status`, `cancel`, `wait`. */
+  readonly imports: ImportsApi;
+  /** Dataview grids: `page()` keeps rows and pagination together, `groups()`, `changes()`. */
+  readonly dataviews: DataviewsApi;
   /**
    * The live changes of an entity (`customers`) or a dataview (`dataviews/customers_grid`) as an
    * async iterable (D55), with this client's token and tenant header, reconnecting with
-   * `Last-Event-ID` after a dropped connection (see liveChanges).
+   * `Last-Event-ID` after a dropped connection (see liveChanges). The rows of an entity's events
+   * have its schema when the document has one (`changes('customers')`: Customer).
    */
-  changes<T = LiveChange>(
-    source: string,
-    options?: Omit<LiveChangesOptions, 'path' | 'baseUrl' | 'headers' | 'fetch'>,
-  ): AsyncGenerator<LiveEvent<T>>;
-}
-
-/** An error answer of the service (`{success: false, error: {code, message, details}, meta: {requestId}}`). */
-export class ApiError extends Error {
-  override readonly name = 'ApiError';
-  /** HTTP status; 0 when no answer arrived (code NETWORK_ERROR). */
-  readonly status: number;
-  /** The envelope's error.code (VALIDATION_ERROR, CONFLICT, …), or one derived from the status. */
-  readonly code: string;
-  /** error.details as answered (an array of {field, error} for most 400s, an object for others). */
-  readonly details: unknown;
-  readonly requestId?: string;
-  /** On a CONFLICT: the current record, when the answer carries it. */
-  readonly current?: Record<string, unknown>;
-
-  constructor(init: {
-    status: number;
-    code: string;
-    message: string;
-    details?: unknown;
-    requestId?: string;
-    current?: Record<string, unknown>;
-    cause?: unknown;
-  }) {
-    super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
-    this.status = init.status;
-    this.code = init.code;
-    this.details = init.details ?? null;
-    if (init.requestId !== undefined) this.requestId = init.requestId;
-    if (init.current !== undefined) this.current = init.current;
-  }
+  changes<S extends string>(source: S, options?: ChangesOptions): AsyncGenerator<ChangeEvent<EntityRecord<S>>>;
 }
 
 /** Storage keys of the token and the tenant header. */
@@ -145,92 +120,6 @@ export function memoryStorage(): TokenStorage {
 }
 
 const SIGNIN_PATH = '/api/v1/auth/signin';
-
-const STATUS_CODES: Record<number, string> = {
-  400: 'VALIDATION_ERROR',
-  401: 'UNAUTHORIZED',
-  403: 'FORBIDDEN',
-  404: 'NOT_FOUND',
-  405: 'METHOD_NOT_ALLOWED',
-  409: 'CONFLICT',
-  413: 'PAYLOAD_TOO_LARGE',
-  415: 'UNSUPPORTED_MEDIA_TYPE',
-  429: 'RATE_LIMITED',
-  501: 'NOT_IMPLEMENTED',
-  503: 'NOT_READY',
-};
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** The ApiError of an error answer: the error envelope when it is one, else what the status says. */
-export function toApiError(response: Response, body: unknown): ApiError {
-  const error = isObject(body) && isObject(body.error) ? body.error : undefined;
-  const meta = isObject(body) && isObject(body.meta) ? body.meta : undefined;
-  const requestId =
-    typeof meta?.requestId === 'string'
-      ? meta.requestId
-      : (response.headers.get('x-request-id') ?? undefined);
-  const code =
-    typeof error?.code === 'string'
-      ? error.code
-      : (STATUS_CODES[response.status] ?? (response.status >= 500 ? 'SERVICE_ERROR' : 'VALIDATION_ERROR'));
-  const message =
-    typeof error?.message === 'string'
-      ? error.message
-      : isObject(body) && typeof body.message === 'string'
-        ? body.message
-        : typeof body === 'string' && body !== ''
-          ? body
-          : `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''}`;
-  const details = error ? error.details : body;
-  const carried = isObject(details) ? (details.current ?? details.record) : undefined;
-  return new ApiError({
-    status: response.status,
-    code,
-    message,
-    details,
-    ...(requestId !== undefined ? { requestId } : {}),
-    ...(code === 'CONFLICT' && isObject(carried) ? { current: carried } : {}),
-  });
-}
-
-/** The outcome of an openapi-fetch call, as far as unwrap() needs it. */
-interface FetchOutcome {
-  data?: unknown;
-  error?: unknown;
-  response: Response;
-}
-
-type Unwrapped<R> = R extends { data?: infer D } ? Envelope<NonNullable<D>> : never;
-
-/** Awaits an openapi-fetch call; a failure without an answer becomes ApiError NETWORK_ERROR (status 0). */
-async function answered<R>(call: Promise<R>): Promise<R> {
-  try {
-    return await call;
-  } catch (cause) {
-    throw new ApiError({
-      status: 0,
-      code: 'NETWORK_ERROR',
-      message: cause instanceof Error ? cause.message : 'The request failed',
-      cause,
-    });
-  }
-}
-
-function dataOf<R extends FetchOutcome>(outcome: R): Unwrapped<R> {
-  if (!outcome.response.ok) throw toApiError(outcome.response, outcome.error);
-  const body = outcome.data;
-  return (isObject(body) && 'data' in body ? body.data : body) as Unwrapped<R>;
-}
-
-/**
- * The `data` of a call through `api`, or an ApiError thrown (a network failure: status 0,
- * code NETWORK_ERROR): `const page = await unwrap(client.api.GET('/api/v1/{entity_code}', …))`.
- */
-export async function unwrap<R extends FetchOutcome>(call: Promise<R>): Promise<Unwrapped<R>> {
-  return dataOf(await answered(call));
-}
 
 type RecordPath = paths['/api/v1/{entity_code}/{id}']['get']['parameters']['path'];
 
@@ -298,10 +187,27 @@ export function createApiClient(options: ApiClientOptions = {}): ApiClient {
     },
   };
 
-  const api = createClient<paths>({ baseUrl, fetch: fetchImpl });
+  const api = createClient<paths>({ baseUrl, fetch: fetchImpl, bodySerializer: serializeBody });
   api.use(middleware);
   /** The same routes without the session middleware (logout of a session already cleared). */
-  const bare = createClient<paths>({ baseUrl, fetch: fetchImpl });
+  const bare = createClient<paths>({ baseUrl, fetch: fetchImpl, bodySerializer: serializeBody });
+
+  /** The stream's events are typed by name (ChangeEvent); what the service sends is what D55 defines. */
+  const changes = <S extends string>(source: S, opts: ChangesOptions = {}) =>
+    liveChanges({
+      ...opts,
+      baseUrl,
+      fetch: fetchImpl,
+      path: `/api/v1/${source.split('/').map(encodeURIComponent).join('/')}/changes`,
+      headers: () => {
+        const headers: Record<string, string> = {};
+        const token = current.token();
+        const tenantHeader = current.tenantHeader();
+        if (token !== null) headers.authorization = `Bearer ${token}`;
+        if (tenantHeader !== null) headers['x-tenant-id'] = tenantHeader;
+        return headers;
+      },
+    }) as AsyncGenerator<ChangeEvent<EntityRecord<S>>>;
 
   return {
     api,
@@ -369,24 +275,8 @@ export function createApiClient(options: ApiClientOptions = {}): ApiClient {
       return withVersion<EntityRecord<E>>(dataOf(outcome), outcome.response);
     },
 
-    changes<T = LiveChange>(
-      source: string,
-      opts: Omit<LiveChangesOptions, 'path' | 'baseUrl' | 'headers' | 'fetch'> = {},
-    ) {
-      return liveChanges<T>({
-        ...opts,
-        baseUrl,
-        fetch: fetchImpl,
-        path: `/api/v1/${source.split('/').map(encodeURIComponent).join('/')}/changes`,
-        headers: () => {
-          const headers: Record<string, string> = {};
-          const token = current.token();
-          const tenantHeader = current.tenantHeader();
-          if (token !== null) headers.authorization = `Bearer ${token}`;
-          if (tenantHeader !== null) headers['x-tenant-id'] = tenantHeader;
-          return headers;
-        },
-      });
-    },
+    imports: importsApi(api),
+    dataviews: dataviewsApi(api, changes),
+    changes,
   };
 }

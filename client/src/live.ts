@@ -22,6 +22,14 @@ export interface LiveChange<R = Record<string, unknown>> {
   row: R | null;
 }
 
+/**
+ * An event of a change stream with its `data` typed by its name: `created`, `updated` and `deleted`
+ * carry a LiveChange of rows `R`; `reset` (the last id is older than the service keeps) carries none.
+ */
+export type ChangeEvent<R = Record<string, unknown>> =
+  | { id: string | undefined; event: 'created' | 'updated' | 'deleted'; data: LiveChange<R> }
+  | { id: string | undefined; event: 'reset'; data: Record<string, never> };
+
 export interface LiveChangesOptions {
   /** Origin (and path prefix) of the service; '' (same origin) by default. */
   baseUrl?: string;
