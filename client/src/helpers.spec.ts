@@ -8,6 +8,7 @@ import {
   type GridPagination,
   type GridRow,
   type ImportJob,
+  type paths,
 } from './index';
 
 /**
@@ -77,6 +78,32 @@ describe('the typed client helpers (issue 34)', () => {
       });
       expect(sent[0].text).toBe(CSV);
       expect(sent[0].contentType).toBe('text/csv');
+    });
+
+    it('types the binary bodies as what fetch sends: a Blob, a multipart file part, bytes', async () => {
+      const { client, sent } = service(() => ({ status: 202, body: { success: true, data: JOB, meta } }));
+      const path = { params: { path: { entity_code: 'customers' } } } as const;
+      await client.api.POST('/api/v1/{entity_code}/imports', {
+        ...path,
+        body: new Blob([CSV]),
+        headers: { 'content-type': 'text/csv' },
+      });
+      await client.api.POST('/api/v1/{entity_code}/imports', {
+        ...path,
+        body: { file: new Blob([CSV], { type: 'text/csv' }) },
+        bodySerializer: (body) => {
+          const form = new FormData();
+          if (typeof body === 'object' && 'file' in body) form.append('file', body.file, 'people.csv');
+          return form;
+        },
+      });
+      expect(sent[0].text).toBe(CSV);
+      expect(await (sent[1].form?.get('file') as Blob).text()).toBe(CSV);
+      const download: Equals<
+        paths['/api/v1/downloads/{file_id}']['get']['responses'][200]['content']['text/csv'],
+        Blob
+      > = true;
+      expect(download).toBe(true);
     });
 
     it('still sends an object as JSON', async () => {
