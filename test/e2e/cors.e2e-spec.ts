@@ -2,6 +2,7 @@ import { createServer } from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
 import { authHeaders, DEMO_PASSWORD, signin, TENANT, tenantHeader } from '../support/auth';
 import { ReadinessService } from '../../src/health/readiness.service';
+import { listRoutes } from '../support/routes';
 import { startTestApp, TestApp, waitFor } from '../support/test-app';
 
 async function freePort(): Promise<number> {
@@ -94,6 +95,28 @@ describe('CORS (D44)', () => {
         expectCredentialedPreflight(await preflight(t, url, ORIGIN), ORIGIN);
       },
     );
+
+    it('should allow PATCH (a dataview row edit) and Last-Event-ID (a stream resume) in a preflight', async () => {
+      const patch = await preflight(t, '/api/v1/dataviews/customers_grid/rows/1', ORIGIN, 'PATCH');
+      expectCredentialedPreflight(patch, ORIGIN);
+      expect(list(patch.headers['access-control-allow-methods'])).toContain('patch');
+      const resume = await preflight(
+        t,
+        '/api/v1/customers/changes',
+        ORIGIN,
+        'GET',
+        'x-tenant-id,authorization,last-event-id',
+      );
+      expectCredentialedPreflight(resume, ORIGIN);
+      expect(list(resume.headers['access-control-allow-headers'])).toContain('last-event-id');
+    });
+
+    it('should allow in a preflight every method a route of the API answers', async () => {
+      const methods = new Set(listRoutes(t.app).map((r) => r.method.toLowerCase()));
+      expect(methods).toContain('patch');
+      const res = await preflight(t, '/api/v1/customers', ORIGIN);
+      expect(list(res.headers['access-control-allow-methods'])).toEqual(expect.arrayContaining([...methods]));
+    });
 
     it.each(['https://localhost', 'http://app.localhost:8443', 'https://a.b.localhost:3000'])(
       'should allow %s by default in development',

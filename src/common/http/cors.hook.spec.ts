@@ -89,7 +89,7 @@ describe(installCors.name, () => {
       vary: 'Origin',
       'access-control-allow-origin': 'http://localhost:3000',
       'access-control-allow-credentials': 'true',
-      'access-control-allow-methods': 'GET, POST, PUT, DELETE, OPTIONS',
+      'access-control-allow-methods': 'GET, POST, PUT, PATCH, DELETE, OPTIONS',
       'access-control-max-age': '600',
       'content-length': '0',
     });

@@ -9,6 +9,8 @@ export const CORS_ALLOWED_HEADERS = [
   'if-match',
   'if-none-match',
   'x-request-id',
+  // A live stream's resume point (D55): an SPA's fetch-based stream sends it on reconnect.
+  'last-event-id',
 ] as const;
 
 /** D44: the answer headers a cross-origin script may read (besides the CORS-safelisted ones). */
@@ -19,9 +21,12 @@ export const CORS_EXPOSED_HEADERS = [
   'x-ratelimit-limit',
   'x-ratelimit-remaining',
   'x-ratelimit-reset',
+  // A download's file name (an export's attachment).
+  'content-disposition',
 ] as const;
 
-export const CORS_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'] as const;
+/** Every method a route of the API answers (PATCH: a dataview row's inline edit). */
+export const CORS_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
 /** How long a browser may cache a preflight answer, in seconds. */
 export const CORS_MAX_AGE_S = 600;
