@@ -5,7 +5,8 @@
  * project outside the repository links the built package, a small program is compiled with
  * `tsc --strict` (it must type-check; its @ts-expect-error lines must stay errors) and run against
  * the service, started here on a temporary SQLite database with the demo data on a free port:
- * sign-in, a typed list, the workflows with `[0].code`, a save with If-Match, a stale save → CONFLICT.
+ * sign-in, a typed list, the workflows with `[0].code`, a save with If-Match, a stale save → CONFLICT,
+ * imports of a CSV string and of a Blob, a typed dataview page and a typed live row (issue 34).
  *   node scripts/client-scratch-check.js        (CI: .ci/run)
  */
 const { execFileSync, spawn } = require('node:child_process');
@@ -50,8 +51,50 @@ async function main(): Promise<void> {
     conflict = e.code;
   }
   if (conflict !== 'CONFLICT') throw new Error('a stale save answered ' + (conflict || 'success'));
+
+  // Imports (issue 34): a CSV string goes as text/csv, bytes as the multipart part \`file\`.
+  const fromText = await client.imports.upload('customers', 'name,email,tier\\nScratch One,one@scratch.example,gold\\n', {
+    onError: 'abort',
+  });
+  const textJob = await client.imports.wait(fromText.importId, { intervalMs: 50 });
+  const fromBytes = await client.imports.upload('customers', new Blob(['Full name,Mail\\nScratch Two,two@scratch.example\\n']), {
+    mapping: { 'Full name': 'name', Mail: 'email' },
+  });
+  const bytesJob = await client.imports.wait(fromBytes.importId, { intervalMs: 50 });
+  const outcome: 'PENDING' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELLED' = bytesJob.status;
+  if (textJob.created !== 1 || outcome !== 'COMPLETED' || bytesJob.created !== 1)
+    throw new Error('the imports answered ' + JSON.stringify([textJob, bytesJob]));
+  // @ts-expect-error a number is no file
+  if (Date.now() < 0) await client.imports.upload('customers', 42);
+
+  // A dataview page keeps its rows and its pagination together; rows have the Customer schema.
+  const grid = await client.dataviews.page<'customers'>('customers_grid', {
+    filters: [{ fieldCode: 'email', operator: 'ends_with', value: '@scratch.example' }],
+    sort: [{ fieldCode: 'name', direction: 'asc' }],
+  });
+  const tier: 'bronze' | 'silver' | 'gold' | null | undefined = grid.rows[0]?.tier;
+  const gridTotal = 'total' in grid.pagination ? grid.pagination.total : -1;
+  // @ts-expect-error credit_limit is a number
+  const notText: string = grid.rows[0].credit_limit;
+  if (gridTotal !== 2 || tier !== 'gold' || grid.rows[1]?.name !== 'Scratch Two' || notText === 'x')
+    throw new Error('the grid page answered ' + JSON.stringify(grid));
+
+  // Live changes: rows typed by the entity (Customer); a save while the stream is open shows up.
+  const stop = new AbortController();
+  const stream = client.changes('customers', { signal: stop.signal });
+  const firstEvent = stream.next();
+  let version = saved.lastModified;
+  let liveName: string | undefined;
+  const seen = firstEvent.then((r) => (r.done || r.value.event === 'reset' ? undefined : r.value.data.row?.name));
+  for (let i = 0; i < 20 && liveName === undefined; i++) {
+    version = (await client.saveRecord('customers', customer.id, { name: 'Scratch live ' + i }, version)).lastModified;
+    liveName = await Promise.race([seen, new Promise<undefined>((r) => setTimeout(r, 500, undefined))]);
+  }
+  stop.abort();
+  if (liveName === undefined || !liveName.startsWith('Scratch live')) throw new Error('no live change arrived');
+
   await client.signOut();
-  process.stdout.write(JSON.stringify({ name, total, code, saved: saved.lastModified, conflict }) + '\\n');
+  process.stdout.write(JSON.stringify({ name, total, code, saved: saved.lastModified, conflict, gridTotal, liveName }) + '\\n');
 }
 
 main().catch((err: unknown) => {
