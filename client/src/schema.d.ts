@@ -457,7 +457,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Live changes of a dataview (Server-Sent Events, D55) */
+        /**
+         * Live changes of a dataview (Server-Sent Events, D55)
+         * @description A Server-Sent Events stream that stays open until the client closes it or the token ends. Swagger UI cannot display it: Try it out waits for an answer that never ends and shows nothing (a proxy that buffers or validates answers does the same). Try it with `curl -N -H "x-tenant-id: …" -H "authorization: Bearer …" <base>/api/v1/customers/changes`, with an EventSource and a ticket, or with the typed client's changes(). No success envelope; a refusal before the stream starts is an ordinary error envelope.
+         */
         get: operations["streamDataviewChanges"];
         put?: never;
         post?: never;
@@ -1228,7 +1231,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Live changes of an entity (Server-Sent Events, D55) */
+        /**
+         * Live changes of an entity (Server-Sent Events, D55)
+         * @description A Server-Sent Events stream that stays open until the client closes it or the token ends. Swagger UI cannot display it: Try it out waits for an answer that never ends and shows nothing (a proxy that buffers or validates answers does the same). Try it with `curl -N -H "x-tenant-id: …" -H "authorization: Bearer …" <base>/api/v1/customers/changes`, with an EventSource and a ticket, or with the typed client's changes(). No success envelope; a refusal before the stream starts is an ordinary error envelope.
+         */
         get: operations["streamRecordChanges"];
         put?: never;
         post?: never;

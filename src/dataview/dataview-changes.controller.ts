@@ -5,7 +5,12 @@ import { AcceptsTicket, CurrentActor, RequireFeature, RequirePermission } from '
 import { assertCanPerform } from '../profile/access/can-perform';
 import { ApiErrors } from '../common/http/api-docs';
 import type { Actor } from '../common/request-context';
-import { ApiTicketQuery, serveChanges, STREAM_DESCRIPTION } from '../entity/live-changes.controller';
+import {
+  ApiTicketQuery,
+  serveChanges,
+  STREAM_DESCRIPTION,
+  STREAM_OPERATION_DESCRIPTION,
+} from '../entity/live-changes.controller';
 import { LiveChangesService, type Shaped } from '../entity/live-changes.service';
 import { RecordContextFactory } from '../records/record-context.factory';
 import type { Row } from '../records/records-read.repository';
@@ -34,7 +39,11 @@ export class DataviewChangesController {
   @Get(':dvc_code/changes')
   @AcceptsTicket()
   @ApiTicketQuery()
-  @ApiOperation({ operationId: 'streamDataviewChanges', summary: 'Live changes of a dataview (Server-Sent Events, D55)' })
+  @ApiOperation({
+    operationId: 'streamDataviewChanges',
+    summary: 'Live changes of a dataview (Server-Sent Events, D55)',
+    description: STREAM_OPERATION_DESCRIPTION,
+  })
   @ApiParam({ name: 'dvc_code', example: 'customers_grid' })
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this sequence (outbox retention)' })
   @ApiProduces('text/event-stream')

@@ -23,6 +23,14 @@ export const STREAM_DESCRIPTION =
   '`data: {id, lastModified, row}` with `row` shaped as the caller’s read (null for deleted); ' +
   'a comment line every 15 s.';
 
+/** The changes routes' operation description: what to try a stream with, since Swagger UI cannot. */
+export const STREAM_OPERATION_DESCRIPTION =
+  'A Server-Sent Events stream that stays open until the client closes it or the token ends. Swagger UI ' +
+  'cannot display it: Try it out waits for an answer that never ends and shows nothing (a proxy that buffers ' +
+  'or validates answers does the same). Try it with `curl -N -H "x-tenant-id: …" -H "authorization: Bearer …" ' +
+  "<base>/api/v1/customers/changes`, with an EventSource and a ticket, or with the typed client's changes(). " +
+  'No success envelope; a refusal before the stream starts is an ordinary error envelope.';
+
 /**
  * Answers a request with a live change stream (D55): the reply is hijacked (no envelope), the
  * stream counted against the user's cap, ended when the client goes or the token expires.
@@ -106,6 +114,7 @@ export class LiveChangesController {
   @ApiOperation({
     operationId: 'streamRecordChanges',
     summary: 'Live changes of an entity (Server-Sent Events, D55)',
+    description: STREAM_OPERATION_DESCRIPTION,
   })
   @ApiEntityCodeParam()
   @ApiHeader({
