@@ -1,5 +1,5 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { blocksOf, npmScriptsAsNode, unaccountedBlocks } from '../support/docs-walkthrough';
@@ -204,6 +204,48 @@ describe("The README's curl walk-through and the docs' examples", () => {
 
   it('should either run or explicitly excuse every shell block of every page', () => {
     expect(allPages().flatMap((page) => unaccountedBlocks(blocksOf(ROOT, page)))).toEqual([]);
+  });
+
+  it('should refuse a new unmarked shell block, a reason-less excuse and a marked block that is not sh', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mtb-doc-blocks-'));
+    try {
+      writeFileSync(
+        join(dir, 'page.md'),
+        [
+          '# Page',
+          '```bash',
+          'curl -s "$API/api/v1/customers"',
+          '```',
+          '```',
+          'npm run proxy',
+          '```',
+          '<!-- not-run:  -->',
+          '```sh',
+          'docker compose up',
+          '```',
+          '<!-- walkthrough -->',
+          '```json',
+          '{}',
+          '```',
+          '<!-- not-run: needs Docker -->',
+          '```sh',
+          'docker compose up',
+          '```',
+          '```',
+          'docker/   the image',
+          '```',
+          '',
+        ].join('\n'),
+      );
+      expect(unaccountedBlocks(blocksOf(dir, 'page.md'))).toEqual([
+        'page.md:2: a shell block needs <!-- walkthrough --> or <!-- not-run: <why> -->',
+        'page.md:5: a shell block needs <!-- walkthrough --> or <!-- not-run: <why> -->',
+        'page.md:9: a shell block needs <!-- walkthrough --> or <!-- not-run: <why> -->',
+        'page.md:13: a marked block must be ```sh (is "json")',
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('should run the marked blocks of every page that has them, in a known order', () => {
