@@ -12,6 +12,7 @@ import { isUniqueViolation } from '../../database/dialect/constraint-errors';
 import { toDbTimestamp } from '../../database/dialect/timestamps';
 import { TENANT_OWNED_TABLES, type TenantOwnedTable } from '../../database/schema/tenant-owned';
 import { tenantPredicate } from '../../database/scope/tenant-rows';
+import { TenantLookupService } from '../../tenant/tenant-lookup.service';
 import type { CreatedTenantDto, CreateTenantDto } from './tenant-lifecycle.api-docs';
 import { TenantRecords, type Row, type TenantRecord } from './tenant-records';
 
@@ -29,6 +30,7 @@ export class TenantLifecycleService {
   constructor(
     private readonly records: TenantRecords,
     @InjectConfig() private readonly config: AppConfig,
+    private readonly lookup: TenantLookupService,
   ) {}
 
   async create(actor: Actor, dto: CreateTenantDto): Promise<CreatedTenantDto> {
@@ -88,6 +90,8 @@ export class TenantLifecycleService {
         qr,
       );
       await qr.commitTransaction();
+      // A request for this id before it existed left a remembered miss: the tenant is found at once.
+      await this.lookup.forget([created.id]);
       this.logger.log(
         {
           event: 'tenant_created',
