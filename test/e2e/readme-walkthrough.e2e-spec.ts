@@ -123,6 +123,8 @@ const PAGES: Array<[string, Array<[string, RegExp]>]> = [
         'stale row',
         /"results":\[\{"index":0,"id":1,"status":409,"error":\{"code":"CONFLICT"[^\n]*"succeeded":0,"failed":1/,
       ],
+      ['dataview action', /"results":\[\{"index":0,"id":7,"status":200,[^\n]*"succeeded":2,"failed":0/],
+      ['confirmation required', /"code":"VALIDATION_ERROR"[^\n]*"confirm":"required"/],
       ['inline edit', /"data":\{"id":42,[^\n]*"status":"paid"/],
       ['column not editable', /"field":"amount","error":"is not editable in this grid"/],
     ],
