@@ -3,7 +3,8 @@ import { createApp } from '../../src/bootstrap';
 import { loadConfig } from '../../src/config/config.schema';
 import { StartupService } from '../../src/health/startup.service';
 import { startTcpProxy, TcpProxy } from './tcp-proxy';
-import type { TestApp, TestAppOptions } from './test-app';
+import { dropRedisPrefix } from './redis-keys';
+import { NO_LOAD_SHEDDING, type TestApp, type TestAppOptions } from './test-app';
 import { createTestDatabase, TEST_SECRETS, testCacheUrl } from './test-database';
 
 export interface ProxiedTestApp extends TestApp {
@@ -35,6 +36,7 @@ export async function startProxiedTestApp(options: TestAppOptions): Promise<Prox
     CACHE_KEY_PREFIX: `test-${randomBytes(4).toString('hex')}`,
     CACHE_STARTUP_RETRY_MS: '100',
     ...(cacheUrl ? { CACHE_URL: cacheUrl } : {}),
+    ...NO_LOAD_SHEDDING,
     ...db.env,
     ...(proxy ? { DB_HOST: '127.0.0.1', DB_PORT: String(proxy.port) } : {}),
     ...options.env,
@@ -54,6 +56,7 @@ export async function startProxiedTestApp(options: TestAppOptions): Promise<Prox
       await app.close();
       await proxy?.close();
       await db.drop();
+      if (config.cache.url) await dropRedisPrefix(config.cache.url, config.cache.keyPrefix);
     },
   };
 }

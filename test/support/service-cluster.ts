@@ -5,7 +5,8 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEMO_PASSWORD, TENANT, tenantHeader } from './auth';
-import { waitFor } from './test-app';
+import { dropRedisPrefix } from './redis-keys';
+import { NO_LOAD_SHEDDING, waitFor } from './test-app';
 import {
   createTestDatabase,
   realRedisUrl,
@@ -256,6 +257,8 @@ export interface ClusterOptions {
  */
 export class ServiceCluster {
   readonly prefix = `wfc-${randomBytes(4).toString('hex')}`;
+  /** The Redis the processes share (a test's own env may name another): close() cleans it. */
+  private cacheUrl = realRedisUrl();
 
   private constructor(
     readonly db: TestDatabase,
@@ -283,11 +286,11 @@ export class ServiceCluster {
         RATE_LIMIT_POINTS: '100000',
         // No load shedding (503 OVERLOADED): a busy test machine, or SQLite's step held inside its
         // statement by the crash test, must not turn the calls under test away.
-        OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
-        OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: '0',
+        ...NO_LOAD_SHEDDING,
         ...db.env,
         ...options.env,
       };
+      cluster.cacheUrl = base.CACHE_URL;
       for (let i = 0; i < options.size; i++) {
         const first = i === 0;
         const node = new ServiceProcess(i, await freePort(), cwd, {
@@ -324,10 +327,11 @@ export class ServiceCluster {
     return token;
   }
 
-  /** Kills every process (SIGKILL), drops the database, removes the working directory. */
+  /** Kills every process (SIGKILL), drops the database and the cluster's Redis keys, removes the working directory. */
   async close(): Promise<void> {
     await Promise.all(this.nodes.filter((n) => n.child).map((n) => n.kill()));
     await this.db.drop();
+    await dropRedisPrefix(this.cacheUrl, this.prefix);
     rmSync(this.cwd, { recursive: true, force: true });
   }
 }

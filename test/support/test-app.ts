@@ -5,6 +5,7 @@ import { createApp } from '../../src/bootstrap';
 import { AppConfig, loadConfig } from '../../src/config/config.schema';
 import { StartupService } from '../../src/health/startup.service';
 import { ContractRecorder, installContractHook } from './contract/contract-recorder';
+import { dropRedisPrefix } from './redis-keys';
 import { createTestDatabase, TEST_SECRETS, testCacheUrl, TestDatabase } from './test-database';
 
 export interface TestApp {
@@ -27,6 +28,17 @@ export interface TestAppOptions {
   /** Runs after createApp and before init: Fastify hooks of a test (fault injection) go here. */
   beforeInit?: (app: NestFastifyApplication) => void;
 }
+
+/**
+ * No load shedding (503 OVERLOADED) unless a test asks for it (the overload tests do): a test app
+ * shares its process and the machine with parallel test workers, whose bursts would shed an
+ * unrelated test's requests (seen: tenant-header-age, and revocation-outage at load 4–6, answered
+ * 503). Every helper that starts the service passes it (proxied-test-app, service-cluster).
+ */
+export const NO_LOAD_SHEDDING = {
+  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
+  OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: '0',
+} as const;
 
 /** CONTRACT_CHECK=1: every e2e app checks its answers against its document and fails on a violation. */
 export function contractCheckEnabled(): boolean {
@@ -53,11 +65,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     // tenant's by default) is set to the tenant's, under which the files have always run. The
     // per-user limit's own tests set it (an empty value = the default).
     USER_RATE_LIMIT_POINTS: options.env?.RATE_LIMIT_POINTS ?? '1000',
-    // No load shedding (503 OVERLOADED) unless a test asks for it (the overload tests do): a test
-    // app shares its process and the machine with parallel test workers, whose bursts would shed
-    // an unrelated test's requests (seen: tenant-header-age answered 503 in a loaded CI run).
-    OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
-    OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: '0',
+    ...NO_LOAD_SHEDDING,
     ...db.env,
     ...options.env,
   });
@@ -80,6 +88,8 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
       app.get(StartupService).stop();
       await app.close();
       await db.drop();
+      // The app's keys go with it: nothing of a test is left in Redis (issue 34 #12).
+      if (config.cache.url) await dropRedisPrefix(config.cache.url, config.cache.keyPrefix);
       if (contract) contract.save(options.label);
       if (contract && contract.violations.length > 0 && options.contract === undefined)
         throw new Error(

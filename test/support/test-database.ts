@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { DatabaseConfig, loadConfig } from '../../src/config/config.schema';
 import { createDataSource, ensureDatabaseExists } from '../../src/database/data-source.factory';
+import { TEST_REDIS_DB } from './redis-keys';
 
 export type TestDialect = 'sqlite' | 'postgres' | 'mariadb';
 
@@ -17,13 +18,13 @@ export function testDialect(): TestDialect {
 
 /** The machine's Redis, for the tests that are about Redis itself and run on every set-up. */
 export function realRedisUrl(): string {
-  return process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0';
+  return process.env.TEST_REDIS_URL ?? `redis://127.0.0.1:6379/${TEST_REDIS_DB}`;
 }
 
 /** Redis URL for tests that run against Redis (TEST_CACHE=redis), otherwise undefined = in-process. */
 export function testCacheUrl(): string | undefined {
   return (process.env.TEST_CACHE ?? '').toLowerCase() === 'redis'
-    ? (process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0')
+    ? (process.env.TEST_REDIS_URL ?? `redis://127.0.0.1:6379/${TEST_REDIS_DB}`)
     : undefined;
 }
 
