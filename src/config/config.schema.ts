@@ -138,7 +138,7 @@ export interface AppConfig {
   /** D56: audit retention in days (0 = forever) and how often the pruning job runs. */
   auditRetention: { days: number; intervalMs: number };
   /** D54: the outbox's retention and the webhook worker of this instance. */
-  events: { retentionS: number; maxStreamsPerUser: number };
+  events: { retentionS: number; maxStreamsPerUser: number; maxBufferBytes: number };
   webhooks: {
     worker: boolean;
     concurrency: number;
@@ -405,7 +405,11 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
     jobs: { worker: v.JOB_WORKER !== 'off', leaseMs: v.JOB_LEASE_MS(), pollMs: v.JOB_POLL_MS() },
     tenantUsageFlushMs: v.TENANT_USAGE_FLUSH_MS(),
     auditRetention: { days: v.AUDIT_RETENTION_DAYS(), intervalMs: v.AUDIT_RETENTION_INTERVAL_MS() },
-    events: { retentionS: v.EVENTS_RETENTION_S(), maxStreamsPerUser: v.SSE_MAX_STREAMS_PER_USER() },
+    events: {
+      retentionS: v.EVENTS_RETENTION_S(),
+      maxStreamsPerUser: v.SSE_MAX_STREAMS_PER_USER(),
+      maxBufferBytes: v.SSE_MAX_BUFFER_BYTES(),
+    },
     webhooks: {
       worker: v.WEBHOOK_WORKER !== 'off',
       concurrency: v.WEBHOOK_CONCURRENCY(),

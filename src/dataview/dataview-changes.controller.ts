@@ -11,7 +11,8 @@ import {
   STREAM_DESCRIPTION,
   STREAM_OPERATION_DESCRIPTION,
 } from '../entity/live-changes.controller';
-import { LiveChangesService, type Shaped } from '../entity/live-changes.service';
+import { LiveChangesService, type LiveView, type Shaped } from '../entity/live-changes.service';
+import type { RecordContext } from '../records/record-context';
 import { RecordContextFactory } from '../records/record-context.factory';
 import type { Row } from '../records/records-read.repository';
 import { DataviewConfigService } from './config/dataview-config.service';
@@ -62,17 +63,24 @@ export class DataviewChangesController {
     const def = await this.configs.get(actor.tenantId, code);
     const ctx = await this.contexts.forSource(actor, def.sourceEntity);
     assertCanPerform('read', ctx);
-    const plan = planGrid(gridConfigOf(def.config), ctx.entity, ctx.policy, parseGridRequest({}));
-    const filters = plan.query.filters;
-    const narrow = (shaped: Shaped): Shaped => {
-      if (!shaped || shaped.event === 'deleted') return shaped;
-      const data = JSON.parse(shaped.data) as { id: number; lastModified: unknown; row: Row };
-      if (!rowMatches(data.row, filters))
-        return shaped.event === 'created'
-          ? null
-          : { event: 'deleted', data: JSON.stringify({ id: data.id, lastModified: null, row: null }) };
-      return { event: shaped.event, data: JSON.stringify({ ...data, row: gridRow(data.row, plan.rowFields) }) };
+    // Built again when the stream's profile changes (its columns and filters as the new profile allows).
+    const viewOf = (read: RecordContext): LiveView => {
+      const plan = planGrid(gridConfigOf(def.config), read.entity, read.policy, parseGridRequest({}));
+      const filters = plan.query.filters;
+      const narrow = (shaped: Shaped): Shaped => {
+        if (!shaped || shaped.event === 'deleted') return shaped;
+        const data = JSON.parse(shaped.data) as { id: number; lastModified: unknown; row: Row };
+        if (!rowMatches(data.row, filters))
+          return shaped.event === 'created'
+            ? null
+            : { event: 'deleted', data: JSON.stringify({ id: data.id, lastModified: null, row: null }) };
+        return {
+          event: shaped.event,
+          data: JSON.stringify({ ...data, row: gridRow(data.row, plan.rowFields) }),
+        };
+      };
+      return { key: `dv:${def.id}:${def.version}`, narrow };
     };
-    await serveChanges(this.live, request, reply, ctx, { key: `dv:${def.id}:${def.version}`, narrow });
+    await serveChanges(this.live, request, reply, ctx, viewOf);
   }
 }

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
+import { CatalogModule } from '../catalog/catalog.module';
 import { ProfileModule } from '../profile/profile.module';
 import { RecordsModule } from '../records/records.module';
 import { RegistryModule } from '../registry/registry.module';
@@ -18,7 +19,7 @@ import { EntityAccessGuard, EntityChainGuard, EntityInfoGuard, ProfileLoaderGuar
  * records use cases.
  */
 @Module({
-  imports: [RegistryModule, ProfileModule, RecordsModule, AuthModule, HealthModule],
+  imports: [RegistryModule, ProfileModule, RecordsModule, AuthModule, HealthModule, CatalogModule],
   controllers: [LiveChangesController, EntityController, EntityWriteController, EntityHistoryController],
   providers: [
     LiveChangesService,

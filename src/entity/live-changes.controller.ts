@@ -8,7 +8,8 @@ import type { RecordContext } from '../records/record-context';
 import { ApiEntityCodeParam } from './entity.api-docs';
 import { RecordCtx } from './entity.decorators';
 import { ENTITY_CHAIN, EntityOperation } from './entity.guards';
-import { LiveChangesService, type LiveStream } from './live-changes.service';
+import { LiveChangesService } from './live-changes.service';
+import type { LiveStream, LiveView } from './live-stream';
 
 /** `Last-Event-ID`: a sequence number; anything else is ignored (the stream starts now). */
 function lastEventIdOf(request: FastifyRequest): number | undefined {
@@ -40,8 +41,10 @@ export async function serveChanges(
   request: FastifyRequest,
   reply: FastifyReply,
   ctx: RecordContext,
-  view?: LiveStream['view'],
+  viewOf?: (ctx: RecordContext) => LiveView,
 ): Promise<void> {
+  // A dataview's view, built before anything is written: a failure is the request's error answer.
+  const view = viewOf?.(ctx);
   const release = live.reserve(ctx);
   reply.hijack();
   const raw = reply.raw;
@@ -62,17 +65,25 @@ export async function serveChanges(
     ctx,
     issuedAtMs: request.tokenIssuedAtMs ?? 0,
     view,
+    viewOf,
     last: 0,
+    get closed() {
+      return closed;
+    },
     write: (chunk) => {
       if (!closed) raw.write(chunk);
     },
-    close: () => {
+    // What the response holds that the socket has not taken (the kernel's buffers are not counted).
+    backlog: () => (closed ? 0 : raw.writableLength),
+    close: (abort) => {
       if (closed) return;
       closed = true;
       if (expiry) clearTimeout(expiry);
       live.close(stream);
       release();
-      raw.end();
+      // A dropped stream's queue goes at once: ending would keep it until the client read it all.
+      if (abort) raw.destroy();
+      else raw.end();
     },
   };
   request.raw.on('close', () => stream.close());

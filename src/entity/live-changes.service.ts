@@ -1,66 +1,61 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { ReadinessService } from '../health/readiness.service';
 import { JwtAuthGuard } from '../auth/jwt-auth.guard';
 import { ROLES_ENTITY_CODE } from '../auth/role-change.subscriber';
 import { CollectionEventsService } from '../cache/collection-events';
-import { AppError } from '../common/errors/app-error';
-import type { AuthUser } from '../common/request-context';
+import { ProfileCatalogService } from '../catalog/profile-catalog.service';
 import { InjectConfig } from '../config/inject-config.decorator';
 import type { AppConfig } from '../config/config.schema';
 import { RateLimitedError, NotFoundError } from '../common/errors/app-error';
-import { rowFilterVariables } from '../profile/row-filter';
+import { ProfileLoaderService } from '../profile/profile-loader.service';
 import { OutboxRepository } from '../records/outbox/outbox.repository';
 import type { OutboxEvent } from '../records/outbox/outbox.types';
 import type { RecordContext } from '../records/record-context';
 import type { Row } from '../records/records-read.repository';
 import { ReadRecord } from '../records/use-cases/read-records';
 import { LAST_MODIFIED_KEY } from '../records/concurrency-token';
+import { LiveRecheck } from './live-recheck';
+import { sseEvent, viewKey, type LiveStream, type Shaped } from './live-stream';
 import { LiveTelemetry } from './live-telemetry';
+
+export { roleChanged, sseEvent, type LiveStream, type LiveView, type Shaped } from './live-stream';
 
 /** D55: a comment line this often keeps proxies from closing an idle stream. */
 export const HEARTBEAT_MS = 15_000;
-/** How often every open stream's token and user are checked again (revocation, role, deactivation). */
+/** How often every open stream's token, user and profile are checked again. */
 export const RECHECK_MS = 5_000;
 /** After a users or roles write of a tenant, its streams are checked this soon (caches dropped first). */
 const RECHECK_AFTER_WRITE_MS = 300;
+/**
+ * After a profile or registry write, every stream is checked at these delays: the profile catalog
+ * reloads on the same event and drops the cached profiles first; the second check follows a reload
+ * that took longer (it reads every profile).
+ */
+const RECHECK_AFTER_PROFILE_MS = [300, 2_000];
 /** The entity whose writes deactivate users or move them to another role. */
 const USERS_ENTITY_CODE = 'users';
-/** The guard's answers that end a stream; any other failure (an outage) leaves it open. */
-const ENDING_CODES = new Set<string>(['TOKEN_REVOKED', 'TOKEN_INVALID', 'TOKEN_EXPIRED']);
-/** Events read from the outbox per round trip. */
+/** Events read from the outbox per round trip (a page of a replay or of a drain). */
 const BATCH = 500;
-
-/** One open stream: who reads, what, and where the bytes go. */
-export interface LiveStream {
-  readonly ctx: RecordContext;
-  /** Epoch ms the stream's token was issued (a user-wide revocation refuses earlier ones). */
-  readonly issuedAtMs: number;
-  /** The sequence of the last event this stream has passed (sent or not). */
-  last: number;
-  /**
-   * A narrower view than the entity read (a dataview's columns and default filters): its key
-   * (streams of one key share each shaped event) and how it turns the entity read's event into its own.
-   */
-  readonly view?: { key: string; narrow(shaped: Shaped): Shaped };
-  write(chunk: string): void;
-  close(): void;
-}
-
-export type Shaped = { event: 'created' | 'updated' | 'deleted'; data: string } | null;
-
-/** The SSE text of one event. */
-export function sseEvent(id: number, event: string, data: string): string {
-  return `id: ${id}\nevent: ${event}\ndata: ${data}\n\n`;
-}
+/**
+ * Longest stretch a delivery keeps the event loop (ms): the embedded SQLite driver answers without
+ * yielding, so a replay of thousands of events would otherwise hold the loop from its first read to
+ * its last (issue 34 #5: another tenant's reads waited 667 ms).
+ */
+const SLICE_MS = 20;
 
 /**
  * The live changes of D55. Streams register per tenant; a signal (this process's commits through
  * the outbox's onCommitted, every instance's through the collection events of D37: one Redis
  * subscription per instance, in process on the embedded default) makes the tenant's events after
  * its cursor be read once from the outbox. Each event is shaped once per distinct view (entity,
- * profile, and the user when the row filter uses @user variables) by the records read use case —
- * one read of the changed row per view, never per stream — and written to every stream of that
- * view. An idle stream holds no database connection: nothing is read until an event is signalled.
+ * profile version, and the user when the row filter uses @user variables) by the records read use
+ * case — one read of the changed row per view, never per stream — and written to every stream of
+ * that view. An idle stream holds no database connection: nothing is read until an event is signalled.
+ *
+ * A stream whose client does not take what is written falls behind; once more than
+ * SSE_MAX_BUFFER_BYTES wait in this process for it, it is dropped (issue 34 #5) and its client
+ * resumes with Last-Event-ID from the outbox.
  */
 @Injectable()
 export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
@@ -70,6 +65,7 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
   private readonly cursors = new Map<string, number>();
   private readonly chains = new Map<string, Promise<void>>();
   private readonly perUser = new Map<string, number>();
+  private readonly rechecker: LiveRecheck;
   private heartbeat?: NodeJS.Timeout;
   private rechecking?: NodeJS.Timeout;
   private unsubscribe: Array<() => void> = [];
@@ -78,15 +74,20 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
     private readonly outbox: OutboxRepository,
     private readonly collectionEvents: CollectionEventsService,
     private readonly readRecord: ReadRecord,
-    private readonly auth: JwtAuthGuard,
+    auth: JwtAuthGuard,
+    profiles: ProfileLoaderService,
+    private readonly catalog: ProfileCatalogService,
     private readonly telemetry: LiveTelemetry,
     @InjectConfig() private readonly config: AppConfig,
     private readonly readiness: ReadinessService,
-  ) {}
+  ) {
+    this.rechecker = new LiveRecheck(auth, profiles, this.logger);
+  }
 
   onModuleInit(): void {
     this.readiness.onShuttingDown(() => this.closeAll());
     this.telemetry.openStreams = () => this.openStreams;
+    this.telemetry.bufferedBytes = () => this.bufferedBytes;
     this.unsubscribe.push(
       this.outbox.onCommitted((tenantIds) => {
         for (const t of tenantIds) this.signal(t);
@@ -94,7 +95,10 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
       this.collectionEvents.subscribe((event) => {
         this.signal(event.tenantId);
         if (event.entityCode === USERS_ENTITY_CODE || event.entityCode === ROLES_ENTITY_CODE)
-          this.recheckSoon(event.tenantId);
+          this.recheckSoon(event.tenantId, [RECHECK_AFTER_WRITE_MS]);
+        // A system-wide profile serves every tenant: all streams are checked.
+        else if (this.catalog.isSourceEntity(event.entityCode))
+          this.recheckSoon(undefined, RECHECK_AFTER_PROFILE_MS);
       }),
     );
     this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
@@ -132,6 +136,13 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
     return n;
   }
 
+  /** Bytes written to the open streams of this instance that their clients have not taken yet. */
+  get bufferedBytes(): number {
+    let n = 0;
+    for (const set of this.byTenant.values()) for (const s of set) n += s.backlog();
+    return n;
+  }
+
   /** Refuses (429) a stream beyond SSE_MAX_STREAMS_PER_USER; else counts it until `release`. */
   reserve(ctx: RecordContext): () => void {
     const key = `${ctx.tenantId}:${ctx.user.userId}`;
@@ -152,7 +163,9 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
   /**
    * Starts a stream: with `lastEventId`, the retained events after it first (or one `reset` when
    * it is older than the outbox keeps); then every new event. Runs on the tenant's chain, so no
-   * event is sent twice or skipped between the replay and the live part.
+   * event is sent twice or skipped between the replay and the live part. The replay reads the
+   * outbox in pages by sequence (keyset) and gives the event loop back between and within pages; a
+   * client that does not take it is dropped as a live one is.
    */
   open(stream: LiveStream, lastEventId: number | undefined): Promise<void> {
     const tenant = stream.ctx.tenantId;
@@ -168,7 +181,7 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
           stream.last = cursor;
         } else {
           stream.last = lastEventId;
-          while (stream.last < cursor) {
+          while (!stream.closed && stream.last < cursor) {
             const events = await this.outbox.readAfter(tenant, stream.last, BATCH);
             const upTo = events.filter((e) => e.sequence <= cursor);
             if (upTo.length === 0) break;
@@ -177,7 +190,8 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
           stream.last = cursor;
         }
       }
-      // The shutdown began while this stream was opening (its replay reads the database).
+      // Dropped or gone while its replay ran, or the shutdown began meanwhile.
+      if (stream.closed) return;
       if (this.closed) {
         stream.close();
         return;
@@ -231,8 +245,7 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
     for (;;) {
       const events = await this.outbox.readAfter(tenant, cursor, BATCH);
       if (events.length === 0) return;
-      const streams = [...(this.byTenant.get(tenant) ?? [])];
-      await this.deliver(events, streams);
+      await this.deliver(events, [...(this.byTenant.get(tenant) ?? [])]);
       cursor = events[events.length - 1].sequence;
       this.cursors.set(tenant, cursor);
       if (events.length < BATCH) return;
@@ -240,8 +253,28 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
+   * Whether the stream's client takes what it is sent. Asked only after the event loop had a turn
+   * since the last writes (a response queues a burst of writes until then): what is still queued is
+   * what the socket, so the client, did not take. Beyond SSE_MAX_BUFFER_BYTES the stream is dropped
+   * at once (what is queued goes with it, freeing the memory) and its client resumes with Last-Event-ID.
+   */
+  private keepsUp(stream: LiveStream): boolean {
+    const queued = stream.backlog();
+    const max = this.config.events.maxBufferBytes;
+    if (queued <= max) return true;
+    this.logger.warn(
+      { tenant: stream.ctx.tenantId, userId: stream.ctx.user.userId, queuedBytes: queued, maxBytes: max, last: stream.last },
+      'Live changes: a stream fell too far behind and was dropped (its client resumes with Last-Event-ID)',
+    );
+    this.telemetry.dropped();
+    stream.close(true);
+    return false;
+  }
+
+  /**
    * Shapes each event once per view and writes it to the streams of that view. `live`: new events
-   * (their lag is measured), not a resume's replay of old ones.
+   * (their lag is measured), not a resume's replay of old ones. Gives the event loop back every
+   * SLICE_MS, so shaping many events never holds it, and drops the streams left behind (keepsUp).
    */
   private async deliver(
     events: readonly OutboxEvent[],
@@ -249,9 +282,14 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
     live = true,
   ): Promise<void> {
     const sent = new Map<string, number>();
+    // Each delivery starts after a turn of the loop, which hands what was written before to the
+    // sockets; the streams whose clients did not take it are dropped here, and after every slice.
+    await nextTurn();
+    let active = streams.filter((s) => !s.closed && this.keepsUp(s));
+    let sliceStart = performance.now();
     for (const event of events) {
       const shapes = new Map<string, Shaped>();
-      for (const stream of streams) {
+      for (const stream of active) {
         if (event.sequence <= stream.last) continue;
         stream.last = event.sequence;
         if (stream.ctx.entity.code !== event.entity) continue;
@@ -261,9 +299,10 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
           shaped = await this.shape(stream.ctx, event);
           shapes.set(base, shaped);
         }
-        if (stream.view) {
-          const key = `${base}|${stream.view.key}`;
-          if (!shapes.has(key)) shapes.set(key, stream.view.narrow(shaped ?? null));
+        const view = stream.view;
+        if (view) {
+          const key = `${base}|${view.key}`;
+          if (!shapes.has(key)) shapes.set(key, view.narrow(shaped ?? null));
           shaped = shapes.get(key);
         }
         if (shaped) {
@@ -275,6 +314,11 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
         for (const [name, n] of sent) this.telemetry.sentTo(name, n);
         sent.clear();
         if (live) this.telemetry.delivered(event.occurredAt);
+      }
+      if (performance.now() - sliceStart > SLICE_MS) {
+        await nextTurn();
+        active = active.filter((s) => !s.closed && this.keepsUp(s));
+        sliceStart = performance.now();
       }
     }
   }
@@ -305,47 +349,25 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
     return { event: created ? 'created' : 'updated', data: JSON.stringify({ id, lastModified, row }) };
   }
 
-  private recheckSoon(tenantId: string): void {
-    if (!this.byTenant.has(tenantId)) return;
-    setTimeout(() => void this.recheck(tenantId), RECHECK_AFTER_WRITE_MS).unref();
+  private recheckSoon(tenantId: string | undefined, delays: readonly number[]): void {
+    if (tenantId !== undefined ? !this.byTenant.has(tenantId) : this.byTenant.size === 0) return;
+    for (const ms of delays) setTimeout(() => void this.recheck(tenantId), ms).unref();
   }
 
   /**
-   * D55: a stream lives only as long as its token would still be admitted. The streams (of one
-   * tenant, or all) are checked again as the guard checks a request — once per token, not per
-   * stream: a revoked token (logout, a user-wide revocation), a deactivated user or a user whose
-   * role (or the role's permissions) changed since the stream opened ends it; the client
-   * reconnects and is answered as it is now. A failed lookup (an outage) ends nothing.
+   * D55: a stream lives only as long as its token would still be admitted, and reads with the
+   * profile as it is now (LiveRecheck). The streams of one tenant, or all, are checked again as
+   * the guard checks a request — once per token and once per tenant's entity, not per stream.
    */
   async recheck(tenantId?: string): Promise<void> {
-    const byToken = new Map<string, LiveStream[]>();
-    for (const [tenant, set] of this.byTenant) {
-      if (tenantId !== undefined && tenant !== tenantId) continue;
-      for (const s of set) {
-        const key = `${tenant}:${s.ctx.user.jti}:${s.issuedAtMs}`;
-        const list = byToken.get(key);
-        if (list) list.push(s);
-        else byToken.set(key, [s]);
-      }
+    const streams: LiveStream[] = [];
+    for (const [tenant, set] of this.byTenant)
+      if (tenantId === undefined || tenant === tenantId) streams.push(...set);
+    try {
+      await this.rechecker.run(streams);
+    } catch (err) {
+      this.logger.warn({ err, tenant: tenantId }, 'Live changes: open streams could not be checked again');
     }
-    await Promise.all(
-      [...byToken.values()].map(async (streams) => {
-        const { ctx, issuedAtMs } = streams[0];
-        let now: AuthUser;
-        try {
-          now = await this.auth.recheck(ctx.user, issuedAtMs);
-        } catch (err) {
-          if (err instanceof AppError && ENDING_CODES.has(err.code)) for (const s of streams) s.close();
-          else
-            this.logger.warn(
-              { err, tenant: ctx.tenantId },
-              'Live changes: a token could not be checked again',
-            );
-          return;
-        }
-        for (const s of streams) if (roleChanged(s.ctx.user, now)) s.close();
-      }),
-    );
   }
 
   private beat(): void {
@@ -353,26 +375,7 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
     for (const set of this.byTenant.values())
       for (const s of [...set]) {
         if (s.ctx.user.exp && s.ctx.user.exp <= now) s.close();
-        else s.write(': heartbeat\n\n');
+        else if (this.keepsUp(s)) s.write(': heartbeat\n\n');
       }
   }
-}
-
-/** Whether the user's role, or what it grants, is not what the stream was opened with. */
-export function roleChanged(then: AuthUser, now: AuthUser): boolean {
-  if (then.roleId !== now.roleId) return true;
-  const a = [...then.permissions].sort();
-  const b = [...now.permissions].sort();
-  return a.length !== b.length || a.some((p, i) => p !== b[i]);
-}
-
-/** Streams that see an event alike: same entity, profile and, for @user row filters, user. */
-function viewKey(ctx: RecordContext): string {
-  const vars = ctx.policy.rowFilter ? rowFilterVariables(ctx.policy.rowFilter) : { userAttrs: [] };
-  return JSON.stringify([
-    ctx.entity.code,
-    ctx.entity.registryId,
-    ctx.profileId,
-    vars.userAttrs.length > 0 ? ctx.user.userId : null,
-  ]);
 }

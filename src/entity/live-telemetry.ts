@@ -2,12 +2,18 @@ import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { MetricsService } from '../health/metrics.service';
 
-/** Metrics of D55: open streams, events sent, and the lag from a write to its event on the wire. */
+/**
+ * Metrics of D55: open streams, what waits for their clients, streams dropped for falling behind,
+ * events sent, and the lag from a write to its event on the wire.
+ */
 @Injectable()
 export class LiveTelemetry {
   /** Read at each scrape: the streams open on this instance (LiveChangesService sets it). */
   openStreams: () => number = () => 0;
+  /** Read at each scrape: bytes queued in this process for the open streams' clients. */
+  bufferedBytes: () => number = () => 0;
   private readonly sent: Counter<'event'>;
+  private readonly drops: Counter<string>;
   private readonly lag: Histogram<string>;
 
   constructor(metrics: MetricsService) {
@@ -21,6 +27,19 @@ export class LiveTelemetry {
       collect() {
         this.set(self.openStreams());
       },
+    });
+    new Gauge({
+      name: 'live_stream_buffered_bytes',
+      help: 'Bytes written to the open live change streams of this instance that their clients have not taken yet',
+      registers,
+      collect() {
+        this.set(self.bufferedBytes());
+      },
+    });
+    this.drops = new Counter({
+      name: 'live_streams_dropped_total',
+      help: 'Live change streams dropped because their client fell more than SSE_MAX_BUFFER_BYTES behind',
+      registers,
     });
     this.sent = new Counter({
       name: 'live_events_sent_total',
@@ -39,6 +58,11 @@ export class LiveTelemetry {
   /** `n` streams were sent one `event`. */
   sentTo(event: string, n: number): void {
     if (n > 0) this.sent.inc({ event }, n);
+  }
+
+  /** A stream was dropped: its client did not take what it was sent. */
+  dropped(): void {
+    this.drops.inc();
   }
 
   /** An event that occurred at `occurredAtMs` reached its streams now. */
