@@ -115,8 +115,11 @@ describe('typed client helpers (imports, dataview pages, live rows) against the 
       'name,email\nAcme Only,acme.only@tenant.example\n',
     );
     await acme.imports.wait(started.importId, { intervalMs: 25 });
-    for (const call of [globex.imports.status(started.importId), globex.imports.cancel(started.importId)]) {
-      const error = await call.then(
+    for (const call of [
+      () => globex.imports.status(started.importId),
+      () => globex.imports.cancel(started.importId),
+    ]) {
+      const error = await call().then(
         () => null,
         (e: unknown) => e,
       );
