@@ -104,7 +104,9 @@ describe('The tenant proxy process follows the service (npm run proxy)', () => {
       rmSync(join(cwd, 'data', '.service.json'));
       const proxyPort = await freePort();
       const proxy = await startProxy(proxyPort);
-      expect(proxy.stdout()).toContain(`(now http://127.0.0.1:${port})`);
+      expect(proxy.stdout()).toContain(
+        `-> http://127.0.0.1:${port} (API_HOST:API_PORT: no service started in this directory is running`,
+      );
       expect(await throughProxy(proxyPort)).toEqual({ status: 200, code: undefined });
       await stop(proxy);
     } finally {

@@ -24,4 +24,14 @@ describe(FollowedUpstream.name, () => {
     expect(upstream.current()).toBe('http://127.0.0.1:9001');
     expect(reads).toBe(3);
   });
+
+  it('should call the upstream the service of this directory only while one is recorded', () => {
+    const record: { url?: string } = {};
+    const upstream = new FollowedUpstream('http://127.0.0.1:8008', () => record.url);
+    expect(upstream.describe()).toBe(
+      'http://127.0.0.1:8008 (API_HOST:API_PORT: no service started in this directory is running; one that starts is followed)',
+    );
+    record.url = 'http://127.0.0.1:9000';
+    expect(upstream.describe()).toBe('the service started in this directory (now http://127.0.0.1:9000)');
+  });
 });

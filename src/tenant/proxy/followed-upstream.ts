@@ -18,6 +18,19 @@ export class FollowedUpstream {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /**
+   * The banner's words for the upstream, true of the moment they are printed (issue 34 #14): the
+   * service of this directory only while its record names one, else the configured address.
+   */
+  describe(): string {
+    const recorded = this.read();
+    if (recorded) return `the service started in this directory (now ${recorded})`;
+    return (
+      `${this.fallback} (API_HOST:API_PORT: no service started in this directory is running; ` +
+      'one that starts is followed)'
+    );
+  }
+
   current(): string {
     const at = this.now();
     if (this.last && at - this.last.at < FOLLOW_TTL_MS) return this.last.url;

@@ -34,9 +34,7 @@ async function main(): Promise<void> {
   // A loopback or wildcard bind is shown as localhost: the form <tenant_code>.localhost takes.
   const shownHost = ['0.0.0.0', '::', '127.0.0.1', '::1'].includes(proxy.host) ? 'localhost' : proxy.host;
   const database = config.db.type === 'sqlite' ? config.db.name : `${config.db.name}@${config.db.host}`;
-  const target = followed
-    ? `the service started in this directory (now ${followed.current()})`
-    : proxy.upstream;
+  const target = followed ? followed.describe() : proxy.upstream;
   process.stdout.write(
     `Tenant proxy http://${shownHost}:${port} -> ${target} ` +
       `(tenant from Host <tenant_code>.${proxy.baseDomain}, looked up in ${config.db.type} ${database})\n`,
