@@ -410,6 +410,12 @@ export const VARS = {
     min: 1,
     max: 1000,
   }),
+  SSE_MAX_BUFFER_BYTES: int('SSE_MAX_BUFFER_BYTES', {
+    description:
+      'Bytes a live change stream (D55) may have waiting for its client in this process; a stream further behind is dropped and its client resumes with Last-Event-ID',
+    default: '1048576',
+    min: 16384,
+  }),
   WEBHOOK_WORKER: oneOf('WEBHOOK_WORKER', ['on', 'off'] as const, {
     description:
       'Whether this instance relays outbox events to webhooks and delivers them (D54); off = API only',
@@ -445,12 +451,6 @@ export const VARS = {
     min: 10,
   }),
   WEBHOOK_RETRY_SCHEDULE_S: text('WEBHOOK_RETRY_SCHEDULE_S', {
-  SSE_MAX_BUFFER_BYTES: int('SSE_MAX_BUFFER_BYTES', {
-    description:
-      'Bytes a live change stream (D55) may have waiting for its client in this process; a stream further behind is dropped and its client resumes with Last-Event-ID',
-    default: '1048576',
-    min: 16384,
-  }),
     description:
       'Delays before the retries of a failed delivery, in seconds, comma-separated (each with up to 20 % jitter; the last repeats)',
     default: '5,300,1800,7200,18000,36000',
