@@ -155,7 +155,8 @@ export interface HistoryEntry {
 
 /** An import job as `GET /api/v1/imports/{importId}` answers it (D53). */
 export interface ImportJob {
-  importId: number;
+  /** Opaque (issue 34): the id to ask again with, never a number to count on. */
+  importId: string;
   entity: string;
   status: 'PENDING' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELLED';
   dryRun: boolean;
@@ -343,14 +344,14 @@ export class PageApi {
     return envelope(result).data as ImportJob;
   }
 
-  async importStatus(id: number): Promise<ImportJob> {
+  async importStatus(id: string): Promise<ImportJob> {
     const result = await this.client.api.GET('/api/v1/imports/{importId}', {
       params: { path: { importId: id } },
     });
     return envelope(result).data as ImportJob;
   }
 
-  async cancelImport(id: number): Promise<ImportJob> {
+  async cancelImport(id: string): Promise<ImportJob> {
     const result = await this.client.api.POST('/api/v1/imports/{importId}/cancel', {
       params: { path: { importId: id } },
     });

@@ -99,7 +99,7 @@ function importDialog(target: ImportTarget): { element: HTMLDialogElement; open(
 
   /** The dry run that the Import button would repeat for real; cleared when the choice changes. */
   let previewed: ImportOptions | null = null;
-  let running: number | null = null;
+  let running: string | null = null;
   let busy = false;
   const options = (dryRun: boolean): ImportOptions => ({
     mode: mode.value === 'upsert' ? 'upsert' : 'create',

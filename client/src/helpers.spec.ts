@@ -48,7 +48,7 @@ function service(answer: (sent: Sent) => { status?: number; body: unknown }) {
 
 const meta = { timestamp: '2026-11-28T00:00:00.000Z', requestId: 'req-1' };
 const JOB = {
-  importId: 7,
+  importId: 'hV3kq0Zb9mT2xw7LcR1pAg',
   entity: 'customers',
   status: 'PENDING',
   dryRun: false,
@@ -127,7 +127,7 @@ describe('the typed client helpers (issue 34)', () => {
         onError: 'abort',
         mapping: { 'E-mail': 'email', Notes: null },
       });
-      expect(job.importId).toBe(7);
+      expect(job.importId).toBe('hV3kq0Zb9mT2xw7LcR1pAg');
       const { url, text, contentType } = sent[0];
       expect(url.pathname).toBe('/api/v1/customers/imports');
       expect(contentType).toBe('text/csv; charset=utf-8');
@@ -162,7 +162,7 @@ describe('the typed client helpers (issue 34)', () => {
     it('waits for the job to finish, and status, cancel and a refusal read as typed jobs and ApiErrors', async () => {
       let reads = 0;
       const { client, sent } = service(({ url, method }) => {
-        if (url.pathname === '/api/v1/imports/404')
+        if (url.pathname === '/api/v1/imports/NoSuchImportNoSuchImpo')
           return {
             status: 404,
             body: { success: false, error: { code: 'NOT_FOUND', message: 'gone' }, meta },
@@ -174,12 +174,13 @@ describe('the typed client helpers (issue 34)', () => {
           body: { success: true, data: { ...JOB, status: reads < 3 ? 'RUNNING' : 'COMPLETED' }, meta },
         };
       });
-      const done: ImportJob = await client.imports.wait(7, { intervalMs: 1 });
+      const done: ImportJob = await client.imports.wait(JOB.importId, { intervalMs: 1 });
       expect([done.status, reads]).toEqual(['COMPLETED', 3]);
-      expect((await client.imports.cancel(7)).status).toBe('CANCELLED');
-      expect(sent.at(-1)?.url.pathname).toBe('/api/v1/imports/7/cancel');
-      await expect(client.imports.status(404)).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND' });
-      await expect(client.imports.status(404)).rejects.toBeInstanceOf(ApiError);
+      expect((await client.imports.cancel(JOB.importId)).status).toBe('CANCELLED');
+      expect(sent.at(-1)?.url.pathname).toBe(`/api/v1/imports/${JOB.importId}/cancel`);
+      const missing = 'NoSuchImportNoSuchImpo';
+      await expect(client.imports.status(missing)).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND' });
+      await expect(client.imports.status(missing)).rejects.toBeInstanceOf(ApiError);
     });
 
     it('types the file and the options from the document', () => {

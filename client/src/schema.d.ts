@@ -599,7 +599,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Download an export, an import error file or a tenant export (same tenant, within EXPORT_TTL_S of its creation) */
+        /**
+         * Download an export, an import error file or a tenant export (same tenant, within EXPORT_TTL_S of its creation)
+         * @description Served to the user who made the file; an export or an import error file also to holders of admin:jobs (a tenant administrator’s `*:*` grants it) or admin:system; a tenant export only to holders of admin:system. Anyone else, like an unknown or expired id, gets 404.
+         */
         get: operations["downloadExport"];
         put?: never;
         post?: never;
@@ -933,7 +936,7 @@ export interface paths {
         };
         /**
          * A tenant export job: status, rows written, and the download once done
-         * @description Needs admin:system. Only jobs of the caller's own tenant are found.
+         * @description Needs admin:system. Only jobs of the caller's own tenant are found, by the id the export was answered with; any other id is 404.
          */
         get: operations["getTenantExport"];
         put?: never;
@@ -1605,10 +1608,10 @@ export interface components {
         };
         TenantExportStartedDto: {
             /**
-             * @description Poll GET /api/v1/admin/tenants/{id}/export/{jobId}
-             * @example 42
+             * @description Poll GET /api/v1/admin/tenants/{id}/export/{jobId} (an opaque id, issue 34)
+             * @example hV3kq0Zb9mT2xw7LcR1pAg
              */
-            jobId: number;
+            jobId: string;
             /**
              * @example PENDING
              * @enum {string}
@@ -1622,8 +1625,8 @@ export interface components {
             message: string;
         };
         TenantExportJobDto: {
-            /** @example 42 */
-            jobId: number;
+            /** @example hV3kq0Zb9mT2xw7LcR1pAg */
+            jobId: string;
             /**
              * @description The tenant exported
              * @example 4
@@ -1642,7 +1645,7 @@ export interface components {
             /** @example tenant-umbrella-2026-11-26.zip */
             filename?: string;
             /**
-             * @description The ZIP (one JSON-lines file per table), once COMPLETED; downloaded with the same tenant header and token
+             * @description The ZIP (one JSON-lines file per table), once COMPLETED; downloaded with the same tenant header and the token of a user holding admin:system
              * @example /api/v1/downloads/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-abcde
              */
             downloadUrl?: string;
@@ -6572,8 +6575,8 @@ export interface operations {
                         /** @example true */
                         success?: boolean;
                         data?: {
-                            /** @example 42 */
-                            jobId: number;
+                            /** @example hV3kq0Zb9mT2xw7LcR1pAg */
+                            jobId: string;
                             /**
                              * @example RUNNING
                              * @enum {string}
@@ -6600,7 +6603,7 @@ export interface operations {
                             createdAt: string;
                             /** Format: date-time */
                             finishedAt?: string | null;
-                            /** @example /api/v1/exports/42 */
+                            /** @example /api/v1/exports/hV3kq0Zb9mT2xw7LcR1pAg */
                             statusUrl: string;
                             /**
                              * @description When COMPLETED
@@ -6608,7 +6611,7 @@ export interface operations {
                              */
                             filename?: string;
                             /**
-                             * @description When COMPLETED: GET it with the same tenant and a token, within EXPORT_TTL_S
+                             * @description When COMPLETED: GET it with the same tenant and a token, as its creator or a job administrator, within EXPORT_TTL_S
                              * @example /api/v1/downloads/q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c
                              */
                             downloadUrl?: string;
@@ -6758,8 +6761,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Example: `42` */
-                jobId: number;
+                /** @description The id the job was answered with; another user’s job is 404 unless the caller administers jobs. Example: `hV3kq0Zb9mT2xw7LcR1pAg` */
+                jobId: string;
             };
             cookie?: never;
         };
@@ -6778,8 +6781,8 @@ export interface operations {
                         /** @example true */
                         success?: boolean;
                         data?: {
-                            /** @example 42 */
-                            jobId: number;
+                            /** @example hV3kq0Zb9mT2xw7LcR1pAg */
+                            jobId: string;
                             /**
                              * @example RUNNING
                              * @enum {string}
@@ -6806,7 +6809,7 @@ export interface operations {
                             createdAt: string;
                             /** Format: date-time */
                             finishedAt?: string | null;
-                            /** @example /api/v1/exports/42 */
+                            /** @example /api/v1/exports/hV3kq0Zb9mT2xw7LcR1pAg */
                             statusUrl: string;
                             /**
                              * @description When COMPLETED
@@ -6814,7 +6817,7 @@ export interface operations {
                              */
                             filename?: string;
                             /**
-                             * @description When COMPLETED: GET it with the same tenant and a token, within EXPORT_TTL_S
+                             * @description When COMPLETED: GET it with the same tenant and a token, as its creator or a job administrator, within EXPORT_TTL_S
                              * @example /api/v1/downloads/q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c
                              */
                             downloadUrl?: string;
@@ -6920,8 +6923,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Example: `42` */
-                jobId: number;
+                /** @description The id the job was answered with; another user’s job is 404 unless the caller administers jobs. Example: `hV3kq0Zb9mT2xw7LcR1pAg` */
+                jobId: string;
             };
             cookie?: never;
         };
@@ -6940,8 +6943,8 @@ export interface operations {
                         /** @example true */
                         success?: boolean;
                         data?: {
-                            /** @example 42 */
-                            jobId: number;
+                            /** @example hV3kq0Zb9mT2xw7LcR1pAg */
+                            jobId: string;
                             /**
                              * @example RUNNING
                              * @enum {string}
@@ -6968,7 +6971,7 @@ export interface operations {
                             createdAt: string;
                             /** Format: date-time */
                             finishedAt?: string | null;
-                            /** @example /api/v1/exports/42 */
+                            /** @example /api/v1/exports/hV3kq0Zb9mT2xw7LcR1pAg */
                             statusUrl: string;
                             /**
                              * @description When COMPLETED
@@ -6976,7 +6979,7 @@ export interface operations {
                              */
                             filename?: string;
                             /**
-                             * @description When COMPLETED: GET it with the same tenant and a token, within EXPORT_TTL_S
+                             * @description When COMPLETED: GET it with the same tenant and a token, as its creator or a job administrator, within EXPORT_TTL_S
                              * @example /api/v1/downloads/q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c
                              */
                             downloadUrl?: string;
@@ -7218,8 +7221,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Example: `42` */
-                importId: number;
+                /** @description The id the import was answered with; another user’s import is 404 unless the caller administers jobs. Example: `hV3kq0Zb9mT2xw7LcR1pAg` */
+                importId: string;
             };
             cookie?: never;
         };
@@ -7238,8 +7241,8 @@ export interface operations {
                         /** @example true */
                         success?: boolean;
                         data?: {
-                            /** @example 42 */
-                            importId: number;
+                            /** @example hV3kq0Zb9mT2xw7LcR1pAg */
+                            importId: string;
                             /** @example customers */
                             entity: string;
                             /**
@@ -7286,7 +7289,7 @@ export interface operations {
                             /** @description Header columns that name no writable field (left out) */
                             ignoredColumns: string[];
                             /**
-                             * @description When rows failed: a CSV of the failed rows with an `error` column (downloads route)
+                             * @description When rows failed: a CSV of the failed rows as the importing user may see them (masked fields masked, fields it may not see left out, formulas neutralized as D48) with an `error` column (downloads route)
                              * @example /api/v1/downloads/q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c
                              */
                             errorFileUrl?: string;
@@ -7300,7 +7303,7 @@ export interface operations {
                             createdAt: string;
                             /** Format: date-time */
                             finishedAt?: string | null;
-                            /** @example /api/v1/imports/42 */
+                            /** @example /api/v1/imports/hV3kq0Zb9mT2xw7LcR1pAg */
                             statusUrl: string;
                         };
                         meta?: {
@@ -7398,8 +7401,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Example: `42` */
-                importId: number;
+                /** @description The id the import was answered with; another user’s import is 404 unless the caller administers jobs. Example: `hV3kq0Zb9mT2xw7LcR1pAg` */
+                importId: string;
             };
             cookie?: never;
         };
@@ -7418,8 +7421,8 @@ export interface operations {
                         /** @example true */
                         success?: boolean;
                         data?: {
-                            /** @example 42 */
-                            importId: number;
+                            /** @example hV3kq0Zb9mT2xw7LcR1pAg */
+                            importId: string;
                             /** @example customers */
                             entity: string;
                             /**
@@ -7466,7 +7469,7 @@ export interface operations {
                             /** @description Header columns that name no writable field (left out) */
                             ignoredColumns: string[];
                             /**
-                             * @description When rows failed: a CSV of the failed rows with an `error` column (downloads route)
+                             * @description When rows failed: a CSV of the failed rows as the importing user may see them (masked fields masked, fields it may not see left out, formulas neutralized as D48) with an `error` column (downloads route)
                              * @example /api/v1/downloads/q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c
                              */
                             errorFileUrl?: string;
@@ -7480,7 +7483,7 @@ export interface operations {
                             createdAt: string;
                             /** Format: date-time */
                             finishedAt?: string | null;
-                            /** @example /api/v1/imports/42 */
+                            /** @example /api/v1/imports/hV3kq0Zb9mT2xw7LcR1pAg */
                             statusUrl: string;
                         };
                         meta?: {
@@ -10469,8 +10472,8 @@ export interface operations {
             path: {
                 /** @description Example: `4` */
                 id: number;
-                /** @description Example: `42` */
-                jobId: number;
+                /** @description Example: `hV3kq0Zb9mT2xw7LcR1pAg` */
+                jobId: string;
             };
             cookie?: never;
         };
@@ -14901,8 +14904,8 @@ export interface operations {
                         /** @example true */
                         success?: boolean;
                         data?: {
-                            /** @example 42 */
-                            importId: number;
+                            /** @example hV3kq0Zb9mT2xw7LcR1pAg */
+                            importId: string;
                             /** @example customers */
                             entity: string;
                             /**
@@ -14949,7 +14952,7 @@ export interface operations {
                             /** @description Header columns that name no writable field (left out) */
                             ignoredColumns: string[];
                             /**
-                             * @description When rows failed: a CSV of the failed rows with an `error` column (downloads route)
+                             * @description When rows failed: a CSV of the failed rows as the importing user may see them (masked fields masked, fields it may not see left out, formulas neutralized as D48) with an `error` column (downloads route)
                              * @example /api/v1/downloads/q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c
                              */
                             errorFileUrl?: string;
@@ -14963,7 +14966,7 @@ export interface operations {
                             createdAt: string;
                             /** Format: date-time */
                             finishedAt?: string | null;
-                            /** @example /api/v1/imports/42 */
+                            /** @example /api/v1/imports/hV3kq0Zb9mT2xw7LcR1pAg */
                             statusUrl: string;
                         };
                         meta?: {

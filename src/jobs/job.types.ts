@@ -18,7 +18,13 @@ export interface JobError {
 
 /** A job as its tenant may read it. */
 export interface Job {
+  /** The row's key: internal (logs, batches), never given to clients. */
   id: number;
+  /**
+   * The id clients know the job by (issue 34): 16 random bytes in base64url, unique per tenant.
+   * Null for jobs queued before it existed.
+   */
+  publicId: string | null;
   tenantId: string;
   kind: string;
   status: JobStatus;
@@ -45,6 +51,8 @@ export interface ClaimedJob extends Job {
 }
 
 export interface NewJob {
+  /** The job's public id; a new one when absent. */
+  publicId?: string;
   tenantId: string;
   kind: string;
   createdBy: number | null;

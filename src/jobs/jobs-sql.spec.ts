@@ -34,6 +34,7 @@ const TENANT = '4242';
 const NOW = Date.UTC(2026, 10, 23, 12, 0, 0);
 const JOB: ClaimedJob = {
   id: 7373,
+  publicId: null,
   tenantId: TENANT,
   kind: 'dataview.export',
   status: 'RUNNING',

@@ -1,15 +1,25 @@
 import { Injectable } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
 import type { QueryRunner, SelectQueryBuilder, UpdateQueryBuilder } from 'typeorm';
 import { DatabaseService } from '../database/database.service';
 import { dialectOf, fromDbTimestamp, toDbTimestamp } from '../database/dialect';
 import { skipLockedClaim } from '../database/dialect/claim';
 import { insertedKeyOf, returningOf } from '../database/dialect/returning';
 import { columnText, tenantNumber } from '../database/raw-values';
-import { JOBS_TABLE } from '../database/schema';
+import { JOB_PUBLIC_ID_COLUMNS, JOBS_TABLE } from '../database/schema';
 import { ACTIVE_STATUSES, ClaimedJob, Job, JOB_STATUSES, JobError, JobStatus, NewJob } from './job.types';
 
 const TABLE = JOBS_TABLE.name;
-const COLUMNS = JOBS_TABLE.columns.map((c) => c.name).filter((c) => c !== 'job_lease_owner');
+const COLUMNS = [...JOBS_TABLE.columns, ...JOB_PUBLIC_ID_COLUMNS]
+  .map((c) => c.name)
+  .filter((c) => c !== 'job_lease_owner');
+
+/** A job's public id (issue 34): 16 random bytes in base64url, as the routes take it. */
+export const PUBLIC_JOB_ID = /^[A-Za-z0-9_-]{22}$/;
+
+export function newPublicJobId(): string {
+  return randomBytes(16).toString('base64url');
+}
 
 /** JSON text of a value, within what a JSON column should hold. */
 function jsonText(value: unknown): string | null {
@@ -57,6 +67,7 @@ export class JobsRepository {
     const error = parseJson(raw.job_error) as JobError | null;
     return {
       id: Number(raw.job_id),
+      publicId: columnText(raw.job_public_id),
       tenantId: String(raw.job_tenant_id),
       kind: String(columnText(raw.job_kind)),
       status: statusOf(raw.job_status),
@@ -82,9 +93,11 @@ export class JobsRepository {
       .from(TABLE, 'j');
   }
 
+  /** Inserts a job, with its public id or a new one (issue 34); its key. */
   async insert(qr: QueryRunner | undefined, job: NewJob, now: number): Promise<number> {
     const at = toDbTimestamp(now);
     const values = {
+      job_public_id: job.publicId ?? newPublicJobId(),
       job_tenant_id: tenantNumber(job.tenantId),
       job_kind: job.kind,
       job_status: 'PENDING',
@@ -106,6 +119,18 @@ export class JobsRepository {
   /** The job `id` of tenant `tenantId`; null when it is unknown there. */
   async find(tenantId: string, id: number): Promise<Job | null> {
     const raw = await this.findQuery(tenantId, id).getRawOne<Record<string, unknown>>();
+    return raw ? this.toJob(raw) : null;
+  }
+
+  /** The job of tenant `tenantId` known to clients as `publicId`; null when it is unknown there. */
+  async findByPublicId(tenantId: string, publicId: string): Promise<Job | null> {
+    if (!PUBLIC_JOB_ID.test(publicId)) return null;
+    const raw = await this.select()
+      .where('j.job_tenant_id = :tenant AND j.job_public_id = :publicId', {
+        tenant: tenantNumber(tenantId),
+        publicId,
+      })
+      .getRawOne<Record<string, unknown>>();
     return raw ? this.toJob(raw) : null;
   }
 

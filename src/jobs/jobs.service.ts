@@ -1,11 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { NotFoundError, RateLimitedError } from '../common/errors/app-error';
 import { valueLockName } from '../database/dialect/value-lock';
+import { type JobAudience, type JobViewer, maySeeJob } from './job-access';
 import { isFinished, type Job, type NewJob } from './job.types';
 import { JobTransactions } from './job-transactions';
 import { JobWatch } from './job-watch';
 import { JobWorker } from './job-worker';
-import { JobsRepository } from './jobs.repository';
+import { JobsRepository, newPublicJobId } from './jobs.repository';
 
 /** How many unfinished jobs of a kind one user, one tenant and this instance may have. */
 export interface AdmissionLimits {
@@ -48,6 +49,7 @@ export class JobsService {
     const release = this.watch.reserve(job.kind);
     try {
       const now = Date.now();
+      const publicId = newPublicJobId();
       const id = await this.transactions.run(async (tx) => {
         if (limits) {
           await this.transactions.lock(tx, [
@@ -57,11 +59,12 @@ export class JobsService {
           if (active.user >= limits.perUser) throw refused('for this user', limits.perUser);
           if (active.tenant >= limits.perTenant) throw refused('for this tenant', limits.perTenant);
         }
-        return this.jobs.insert(tx.config, job, now);
+        return this.jobs.insert(tx.config, { ...job, publicId }, now);
       });
       const queued: Job = {
         ...job,
         id,
+        publicId,
         status: 'PENDING',
         processed: 0,
         total: null,
@@ -103,6 +106,24 @@ export class JobsService {
   async get(tenantId: string, id: number, kind: string): Promise<Job> {
     const job = await this.jobs.find(tenantId, id);
     if (!job || job.kind !== kind) throw new NotFoundError(`Job ${id} not found`);
+    return job;
+  }
+
+  /**
+   * The job clients know as `publicId`, of `kind` in the tenant, when `viewer` may see it (its
+   * creator, or a job administrator: job-access.ts); 404 otherwise — never 403, which would confirm
+   * that the job exists.
+   */
+  async getVisible(
+    tenantId: string,
+    publicId: string,
+    kind: string,
+    viewer: JobViewer,
+    audience: JobAudience = 'tenant',
+  ): Promise<Job> {
+    const job = await this.jobs.findByPublicId(tenantId, publicId);
+    if (!job || job.kind !== kind || !maySeeJob(job.createdBy, viewer, audience))
+      throw new NotFoundError('Job not found');
     return job;
   }
 

@@ -137,7 +137,7 @@ describe('reference page: import and live grid (browser)', () => {
       (r) => r.method() === 'POST' && r.url().includes('/customers/imports') && !r.url().includes('dryRun'),
     );
     const polled = page.waitForRequest(
-      (r) => r.method() === 'GET' && /\/api\/v1\/imports\/\d+$/.test(r.url()),
+      (r) => r.method() === 'GET' && /\/api\/v1\/imports\/[A-Za-z0-9_-]{22}$/.test(r.url()),
     );
     const reloaded = page.waitForResponse(
       (r) => r.url().includes('/dataviews/customers_grid/data') && r.ok(),

@@ -16,7 +16,7 @@ import {
 } from '../../src/database/schema';
 import { createTestDatabase, migratedDataSource, TestDatabase } from '../support/test-database';
 
-describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime, TenantKeyIndexes, Jobs, Outbox, RecordHistory, TenantUsage, ImportBatches)', () => {
+describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime, TenantKeyIndexes, Jobs, Outbox, RecordHistory, TenantUsage, ImportBatches, JobVisibility)', () => {
   let db: TestDatabase;
   let ds: DataSource;
 
@@ -125,8 +125,17 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         'RecordHistory1795824000000',
         'TenantUsage1795910400000',
         'ImportBatches1796183000000',
+        'JobVisibility1796262000000',
       ]);
-      // Newest first: ImportBatches drops its table only.
+      // Newest first: JobVisibility drops its two columns (and the public id's index) only.
+      const columnsOf = async (table: string) =>
+        ((await qr.getTable(table))?.columns ?? []).map((c) => c.name);
+      expect(await columnsOf('app_jobs')).toContain('job_public_id');
+      await ds.undoLastMigration({ transaction: 'each' });
+      expect(await columnsOf('app_jobs')).not.toContain('job_public_id');
+      expect(await columnsOf('app_export_files')).not.toContain('exf_kind');
+      expect(await columnsOf('app_jobs')).toContain('job_finished_at');
+      // Then ImportBatches drops its table only.
       await ds.undoLastMigration({ transaction: 'each' });
       for (const def of IMPORT_TABLES) expect(await qr.hasTable(def.name)).toBe(false);
       expect(await qr.hasTable('app_tenant_usage')).toBe(true);
@@ -184,6 +193,7 @@ describe('Migrations (InitialSchema, RevokedTokens, ExportFiles, WorkflowRuntime
         'RecordHistory1795824000000',
         'TenantUsage1795910400000',
         'ImportBatches1796183000000',
+        'JobVisibility1796262000000',
       ]);
       expect(await indexNames('demo_orders')).toContain('IDX_demo_orders_ord_tenant_id_ord_id');
       for (const def of [

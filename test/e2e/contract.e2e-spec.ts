@@ -518,7 +518,7 @@ describe('OpenAPI contract: every operation, every documented status', () => {
       send(jobs, 'POST', '/api/v1/dataviews/customers_grid/export', admin, { format: 'csv' });
     const queued = await exportCsv();
     expect(queued.status).toBe(202);
-    const jobId = queued.json.data.jobId as number;
+    const jobId = queued.json.data.jobId as string;
     expect((await send(jobs, 'GET', `/api/v1/exports/${jobId}`, admin)).status).toBe(200);
     expect((await send(jobs, 'POST', `/api/v1/exports/${jobId}/cancel`, admin)).status).toBe(200);
 
@@ -526,12 +526,14 @@ describe('OpenAPI contract: every operation, every documented status', () => {
     const ds = jobs.app.get(DatabaseService).dataSource;
     const before = await ds.query<Array<{ id: number }>>('SELECT MAX(job_id) AS id FROM app_jobs');
     const waiting = send(jobs, 'POST', '/api/v1/dataviews/customers_grid/export', admin, { format: 'csv' });
-    let next = 0;
+    let next = '';
     await waitFor(
       async () => {
-        const rows = await ds.query<Array<{ id: number }>>('SELECT MAX(job_id) AS id FROM app_jobs');
-        next = Number(rows[0]?.id ?? 0);
-        return next > Number(before[0]?.id ?? 0);
+        const rows = await ds.query<Array<{ id: number; publicId: string }>>(
+          'SELECT job_id AS id, job_public_id AS "publicId" FROM app_jobs ORDER BY job_id DESC',
+        );
+        next = rows[0]?.publicId ?? '';
+        return Number(rows[0]?.id ?? 0) > Number(before[0]?.id ?? 0);
       },
       10_000,
       5,
@@ -551,7 +553,7 @@ describe('OpenAPI contract: every operation, every documented status', () => {
       'name,email,tier\nContract Import,contract-import@acme.example,silver\n',
     );
     expect(queued.status).toBe(202);
-    const importId = queued.json.data.importId as number;
+    const importId = queued.json.data.importId as string;
     expect((await send(jobs, 'GET', `/api/v1/imports/${importId}`, admin)).status).toBe(200);
     expect((await send(jobs, 'POST', `/api/v1/imports/${importId}/cancel`, admin)).status).toBe(200);
   });

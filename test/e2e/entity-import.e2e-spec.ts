@@ -49,10 +49,10 @@ describe('Imports (D53)', () => {
       headers: headers(who, type),
       payload: body,
     });
-  const status = (id: number, who = 'acmeAdmin') =>
+  const status = (id: string, who = 'acmeAdmin') =>
     t.app.inject({ method: 'GET', url: `/api/v1/imports/${id}`, headers: headers(who) });
 
-  async function finished(id: number): Promise<Json> {
+  async function finished(id: string): Promise<Json> {
     for (let i = 0; i < 400; i++) {
       const res = await status(id);
       expect(res.statusCode).toBe(200);
@@ -67,7 +67,7 @@ describe('Imports (D53)', () => {
     expect(res.statusCode).toBe(202);
     const queued = res.json().data as Json;
     expect(queued).toMatchObject({ status: 'PENDING', entity: 'customers' });
-    return finished(queued.importId as number);
+    return finished(queued.importId as string);
   }
   interface Customer {
     name: string;
@@ -330,7 +330,7 @@ describe('Imports (D53)', () => {
     expect((await upload('name\nx\n', '', 'acmeViewer')).statusCode).toBe(403);
     const p = unique('iso');
     const res = await upload(`name,email,tier\n${p},imp-${serial}@acme.example,silver\n`);
-    const id = res.json().data.importId as number;
+    const id = res.json().data.importId as string;
     await finished(id);
     expect((await status(id, 'globexAdmin')).statusCode).toBe(404);
     const cancel = await t.app.inject({
@@ -339,7 +339,7 @@ describe('Imports (D53)', () => {
       headers: headers('globexAdmin'),
     });
     expect(cancel.statusCode).toBe(404);
-    expect((await status(999999)).statusCode).toBe(404);
+    expect((await status('999999')).statusCode).toBe(404);
   });
 
   it('should skip the batches a claim before committed when the job runs again (no row written twice)', async () => {
@@ -360,9 +360,9 @@ describe('Imports (D53)', () => {
         job_lease_until: null,
         job_started_at: new Date(Date.now() - 60_000),
       })
-      .where('job_id = :id', { id: first.importId as number })
+      .where('job_public_id = :id', { id: first.importId as string })
       .execute();
-    const again = await finished(first.importId as number);
+    const again = await finished(first.importId as string);
     // The batch's record stands for it: the same counts, errors and error file, nothing written again.
     expect(again).toMatchObject({ status: 'COMPLETED', created: 3, failed: 1, errors: first.errors });
     expect(again.errorFileUrl).toEqual(expect.any(String));
@@ -372,7 +372,8 @@ describe('Imports (D53)', () => {
       .createQueryBuilder()
       .select('b.imb_tenant_id', 'tenant')
       .from('app_import_batches', 'b')
-      .where('b.imb_job_id = :id', { id: first.importId as number })
+      .innerJoin('app_jobs', 'j', 'j.job_id = b.imb_job_id')
+      .where('j.job_public_id = :id', { id: first.importId as string })
       .getRawMany<{ tenant: unknown }>();
     expect(records.map((r) => Number(r.tenant))).toEqual([1]);
   });
@@ -404,7 +405,7 @@ describe('Imports (D53)', () => {
       const csv = `name,email,tier\n${p} A,imp-${serial}-a@acme.example,silver\n`;
       const res = await send(formOf([['file', new Blob([csv]), 'customers.csv']]), '?onError=skip');
       expect(res.status).toBe(202);
-      expect(await finished(res.body.data.importId as number)).toMatchObject({
+      expect(await finished(res.body.data.importId as string)).toMatchObject({
         status: 'COMPLETED',
         onError: 'skip',
         created: 1,
@@ -420,7 +421,7 @@ describe('Imports (D53)', () => {
       ] as const) {
         const r = await send(formOf([['file', blob, filename]]), '?mode=upsert&key=email');
         expect([label, r.status]).toEqual([label, 202]);
-        expect(await finished(r.body.data.importId as number)).toMatchObject({
+        expect(await finished(r.body.data.importId as string)).toMatchObject({
           status: 'COMPLETED',
           total: 1,
         });
@@ -466,7 +467,7 @@ describe('Imports (D53)', () => {
   it('should cancel an import of its creator (a finished one answers as it is)', async () => {
     const p = unique('cancel');
     const res = await upload(`name,email,tier\n${p},imp-${serial}@acme.example,silver\n`);
-    const id = res.json().data.importId as number;
+    const id = res.json().data.importId as string;
     const cancel = await t.app.inject({
       method: 'POST',
       url: `/api/v1/imports/${id}/cancel`,

@@ -32,7 +32,7 @@ describe('Export jobs: limits, 202 and the status route (issue 21 #1)', () => {
       });
     const get = (url: string, who = token.admin, tenant: string = TENANT.acme) =>
       t.app.inject({ method: 'GET', url, headers: authHeaders(tenant, who) });
-    const cancel = (jobId: number, who = token.admin, tenant: string = TENANT.acme) =>
+    const cancel = (jobId: string, who = token.admin, tenant: string = TENANT.acme) =>
       t.app.inject({
         method: 'POST',
         url: `/api/v1/exports/${jobId}/cancel`,
@@ -46,7 +46,7 @@ describe('Export jobs: limits, 202 and the status route (issue 21 #1)', () => {
         error: { code: 'RATE_LIMITED', message: expect.stringContaining(whose) },
       });
     };
-    const jobs: Record<string, number[]> = { admin: [], viewer: [], globex: [] };
+    const jobs: Record<string, string[]> = { admin: [], viewer: [], globex: [] };
 
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), 'export-jobs-'));
@@ -115,12 +115,15 @@ describe('Export jobs: limits, 202 and the status route (issue 21 #1)', () => {
       refused(await post(token.globex, TENANT.globex), 'on this instance');
     });
 
-    it('should show a job to users of its tenant only (another tenant gets 404)', async () => {
+    it('should show a job to its creator and job administrators only (anyone else gets 404)', async () => {
       const [id] = jobs.admin;
+      expect(id).toMatch(/^[A-Za-z0-9_-]{22}$/);
       const own = await get(`/api/v1/exports/${id}`);
       expect(own.statusCode).toBe(200);
       expect(own.json().data).toMatchObject({ jobId: id, status: 'PENDING', dataviewCode: 'customers_grid' });
-      expect((await get(`/api/v1/exports/${id}`, token.viewer)).statusCode).toBe(200);
+      // issue 34: the viewer is neither its creator nor a job administrator; the tenant admin (*:*) is.
+      expect((await get(`/api/v1/exports/${id}`, token.viewer)).statusCode).toBe(404);
+      expect((await get(`/api/v1/exports/${jobs.viewer[0]}`, token.admin)).statusCode).toBe(200);
       const other = await get(`/api/v1/exports/${id}`, token.globex, TENANT.globex);
       expect([other.statusCode, other.json().error.code]).toEqual([404, 'NOT_FOUND']);
       const back = await get(`/api/v1/exports/${jobs.globex[0]}`, token.admin, TENANT.acme);
@@ -131,19 +134,18 @@ describe('Export jobs: limits, 202 and the status route (issue 21 #1)', () => {
     });
 
     it('should not answer a job of another kind, an unknown id, a bad id or a caller without a token', async () => {
+      const other = 'OtherKindOtherKind0000';
       await ds.query(
-        `INSERT INTO app_jobs (job_tenant_id, job_kind, job_status, job_processed, job_attempts, job_created_at, job_updated_at)
-         VALUES (1, 'test.other', 'PENDING', 0, 0, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
+        `INSERT INTO app_jobs (job_tenant_id, job_public_id, job_kind, job_status, job_created_by, job_processed, job_attempts, job_created_at, job_updated_at)
+         VALUES (1, '${other}', 'test.other', 'PENDING', 1, 0, 0, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
       );
-      const [{ id }] = await ds.query<Rec[]>(`SELECT MAX(job_id) AS id FROM app_jobs WHERE job_kind = 'test.other'`);
-      expect((await get(`/api/v1/exports/${Number(id)}`)).statusCode).toBe(404);
-      expect((await get('/api/v1/exports/99999999')).statusCode).toBe(404);
-      expect((await get('/api/v1/exports/99999999999')).statusCode).toBe(404);
-      const bad = await get('/api/v1/exports/abc');
-      expect([bad.statusCode, bad.json().error.details]).toEqual([
-        400,
-        [{ field: 'jobId', error: 'must be a positive integer' }],
-      ]);
+      expect((await get(`/api/v1/exports/${other}`)).statusCode).toBe(404);
+      // The row key is no id of the routes (issue 34): numbers, and anything else, are 404.
+      const [{ id }] = await ds.query<Rec[]>(`SELECT MIN(job_id) AS id FROM app_jobs WHERE job_kind = 'dataview.export'`);
+      for (const bad of [String(Number(id)), '99999999', '99999999999', 'abc']) {
+        const res = await get(`/api/v1/exports/${bad}`);
+        expect([res.statusCode, res.json().error.code]).toEqual([404, 'NOT_FOUND']);
+      }
       const anonymous = await t.app.inject({
         method: 'GET',
         url: `/api/v1/exports/${jobs.admin[0]}`,
@@ -154,8 +156,11 @@ describe('Export jobs: limits, 202 and the status route (issue 21 #1)', () => {
 
     it('should let only the creator cancel, and free the slot it held', async () => {
       const [id] = jobs.admin;
+      // The viewer cannot see the admin's job (404); the admin sees the viewer's but may not cancel it.
       const byViewer = await cancel(id, token.viewer);
-      expect([byViewer.statusCode, byViewer.json().error.code]).toEqual([403, 'FORBIDDEN']);
+      expect([byViewer.statusCode, byViewer.json().error.code]).toEqual([404, 'NOT_FOUND']);
+      const byAdmin = await cancel(jobs.viewer[0]);
+      expect([byAdmin.statusCode, byAdmin.json().error.code]).toEqual([403, 'FORBIDDEN']);
       const res = await cancel(id);
       expect(res.statusCode).toBe(200);
       expect(res.json().data).toMatchObject({ jobId: id, status: 'CANCELLED' });
@@ -266,15 +271,12 @@ describe('Export jobs: limits, 202 and the status route (issue 21 #1)', () => {
       try {
         const input = JSON.stringify({ dataviewCode: 'customers_grid', body: { format: 'csv' } });
         await ds.query(
-          `INSERT INTO app_jobs (job_tenant_id, job_kind, job_status, job_created_by, job_request_id, job_input,
-             job_processed, job_attempts, job_created_at, job_updated_at)
-           VALUES (1, 'dataview.export', 'PENDING', ${Number(viewerId)}, 'e2e-stale-user', '${input}', 0, 0,
-             '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
+          `INSERT INTO app_jobs (job_tenant_id, job_public_id, job_kind, job_status, job_created_by, job_request_id,
+             job_input, job_processed, job_attempts, job_created_at, job_updated_at)
+           VALUES (1, 'StaleUserStaleUser0000', 'dataview.export', 'PENDING', ${Number(viewerId)}, 'e2e-stale-user',
+             '${input}', 0, 0, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
         );
-        const [{ id }] = await ds.query<Rec[]>(
-          `SELECT MAX(job_id) AS id FROM app_jobs WHERE job_request_id = 'e2e-stale-user'`,
-        );
-        const url = `/api/v1/exports/${Number(id)}`;
+        const url = '/api/v1/exports/StaleUserStaleUser0000';
         let job: Rec = {};
         await waitFor(async () => {
           job = (await t.app.inject({ method: 'GET', url, headers: authHeaders(TENANT.acme, admin) })).json().data;

@@ -36,7 +36,7 @@ describe('Exports under load: another tenant keeps its latency (issue 21 #1)', (
       headers: authHeaders(TENANT.acme, token.acme),
       payload: { format: 'pdf' },
     });
-  const status = async (jobId: number): Promise<Rec> => {
+  const status = async (jobId: string): Promise<Rec> => {
     const res = await t.app.inject({
       method: 'GET',
       url: `/api/v1/exports/${jobId}`,
@@ -102,7 +102,7 @@ describe('Exports under load: another tenant keeps its latency (issue 21 #1)', (
       expect([200, 202]).toContain(res.statusCode);
       if (res.statusCode === 200) jobs.push(res.json().data);
       else {
-        const id = res.json().data.jobId as number;
+        const id = res.json().data.jobId as string;
         let job: Rec = {};
         await waitFor(async () => (job = await status(id)).status === 'COMPLETED', 180_000, 200);
         jobs.push(job);
@@ -135,14 +135,14 @@ describe('Exports under load: another tenant keeps its latency (issue 21 #1)', (
 
   it('should stop an export cancelled while it runs, keep it CANCELLED, and run the next one', async () => {
     const answer = exportPdf();
-    let jobId = 0;
+    let jobId = '';
     await waitFor(
       async () => {
         const rows = await ds.query<Rec[]>(
-          `SELECT job_id AS id, job_processed AS processed FROM app_jobs WHERE job_status = 'RUNNING' AND job_tenant_id = 1`,
+          `SELECT job_public_id AS id, job_processed AS processed FROM app_jobs WHERE job_status = 'RUNNING' AND job_tenant_id = 1`,
         );
         if (rows.length === 0 || Number(rows[0].processed) === 0) return false;
-        jobId = Number(rows[0].id);
+        jobId = String(rows[0].id);
         return true;
       },
       60_000,

@@ -36,7 +36,7 @@ describe('Imports of several batches (D53)', () => {
       payload: csv,
     });
     expect(res.statusCode).toBe(202);
-    const id = (res.json().data as Json).importId as number;
+    const id = (res.json().data as Json).importId as string;
     for (let i = 0; i < 2400; i++) {
       const s = await t.app.inject({ method: 'GET', url: `/api/v1/imports/${id}`, headers: headers() });
       const data = s.json().data as Json;

@@ -32,6 +32,11 @@ describe(`An import across a crash, ${SIZE} process(es) on ${dialect} (issue 26 
       )
     )[0];
   const text = (v: unknown) => (Buffer.isBuffer(v) ? v.toString('utf8') : typeof v === 'string' ? v : '');
+  /** The row key of the job a route answered by its public id (issue 34): the logs and the rows use the key. */
+  const keyOf = async (publicId: string): Promise<number> =>
+    Number(
+      (await ds.query<Rec[]>(`SELECT job_id AS id FROM app_jobs WHERE job_public_id = '${publicId}'`))[0].id,
+    );
 
   beforeAll(async () => {
     cluster = await ServiceCluster.start({
@@ -49,7 +54,7 @@ describe(`An import across a crash, ${SIZE} process(es) on ${dialect} (issue 26 
     await cluster?.close();
   });
 
-  async function upload(node: ServiceProcess, csv: string): Promise<number> {
+  async function upload(node: ServiceProcess, csv: string): Promise<string> {
     const form = new FormData();
     form.append('file', new Blob([csv], { type: 'text/csv' }), 'customers.csv');
     const res = await fetch(`${node.client.baseUrl}/api/v1/customers/imports?onError=skip`, {
@@ -57,13 +62,14 @@ describe(`An import across a crash, ${SIZE} process(es) on ${dialect} (issue 26 
       headers: { 'x-tenant-id': tenantHeader(TENANT.acme), authorization: `Bearer ${node.client.token}` },
       body: form,
     });
-    const body = (await res.json()) as { data: { importId: number } };
+    const body = (await res.json()) as { data: { importId: string } };
     expect(res.status).toBe(202);
     return body.data.importId;
   }
 
   it('should resume on another claim after the worker was killed, writing every row exactly once', async () => {
     let jobId = 0;
+    let publicId = '';
     let victim: ServiceProcess | undefined;
     let marker = '';
     // Catch a job after a batch committed and before the last (a fast machine may finish one first).
@@ -75,7 +81,8 @@ describe(`An import across a crash, ${SIZE} process(es) on ${dialect} (issue 26 
       );
       // One bad row per batch: the failed rows and the error file must survive the restart too.
       lines[10] = `${marker} bad,not-an-email,silver,1`;
-      jobId = await upload(cluster.node(0), `name,email,tier,credit_limit\n${lines.join('\n')}\n`);
+      publicId = await upload(cluster.node(0), `name,email,tier,credit_limit\n${lines.join('\n')}\n`);
+      jobId = await keyOf(publicId);
       let row: Rec = {};
       await waitFor(
         async () => {
@@ -112,7 +119,7 @@ describe(`An import across a crash, ${SIZE} process(es) on ${dialect} (issue 26 
       new RegExp(`"event":"job_started","jobId":${jobId},"kind":"entity.import","attempt":2`),
     );
 
-    const status = await survivor.client.get(`/api/v1/imports/${jobId}`);
+    const status = await survivor.client.get(`/api/v1/imports/${publicId}`);
     expect(status.body.data).toMatchObject({
       status: 'COMPLETED',
       total: ROWS,
@@ -139,7 +146,7 @@ describe(`An import across a crash, ${SIZE} process(es) on ${dialect} (issue 26 
     // The job, its status and its error file are the tenant's only.
     const globex = new ServiceClient(survivor.client.baseUrl, TENANT.globex);
     await globex.signin('admin@globex.test');
-    expect((await globex.get(`/api/v1/imports/${jobId}`)).status).toBe(404);
+    expect((await globex.get(`/api/v1/imports/${publicId}`)).status).toBe(404);
     expect((await globex.get(String(status.body.data.errorFileUrl))).status).toBe(404);
     const file = await survivor.client.get(String(status.body.data.errorFileUrl));
     expect(file.status).toBe(200);

@@ -128,7 +128,14 @@ export class TenantExportJob implements JobHandler, OnModuleInit {
     let written = 0;
     const filename = `tenant-${code}-${new Date().toISOString().slice(0, 10)}.zip`;
     const fileId = await this.store.save(
-      { tenantId: job.tenantId, createdBy: job.createdBy, filename, contentType: 'application/zip' },
+      {
+        tenantId: job.tenantId,
+        createdBy: job.createdBy,
+        filename,
+        contentType: 'application/zip',
+        // A system administrator's file: only admin:system downloads it (issue 34).
+        kind: 'tenant-export',
+      },
       async (out: Writable) => {
         const zip = archiver()('zip', { zlib: { level: 6 } });
         const failed = new Promise<never>((_, reject) => zip.on('error', reject));

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { NotFoundError } from '../../common/errors/app-error';
 import type { Actor } from '../../common/request-context';
+import { publicIdOf } from '../../jobs/job-access';
 import { JobsService } from '../../jobs/jobs.service';
 import type { TenantExportJobDto, TenantExportStartedDto } from './tenant-lifecycle.api-docs';
 import { TENANT_EXPORT_KIND, type TenantExportResult } from './tenant-export.job';
@@ -24,18 +25,28 @@ export class TenantExports {
       requestId: actor.requestId,
       input: { targetTenantId: tenant.id },
     });
-    await this.records.audit(actor, 'tenant.exported', tenant.id, null, { code: tenant.code, jobId: job.id });
-    return { jobId: job.id, status: job.status };
+    const jobId = publicIdOf(job);
+    await this.records.audit(actor, 'tenant.exported', tenant.id, null, { code: tenant.code, jobId });
+    return { jobId, status: job.status };
   }
 
-  /** The export job, when it is one of the administrator's tenant and exports tenant `id`; else 404. */
-  async exportJob(actor: Actor, id: string, jobId: number): Promise<TenantExportJobDto> {
-    const job = await this.jobQueue.get(actor.tenantId, jobId, TENANT_EXPORT_KIND);
+  /**
+   * The export job known as `jobId`, when it is one of the administrator's tenant, the caller holds
+   * admin:system (job-access.ts) and it exports tenant `id`; else 404.
+   */
+  async exportJob(actor: Actor, id: string, jobId: string): Promise<TenantExportJobDto> {
+    const job = await this.jobQueue.getVisible(
+      actor.tenantId,
+      jobId,
+      TENANT_EXPORT_KIND,
+      actor.user,
+      'system',
+    );
     const input = job.input as { targetTenantId?: string } | null;
-    if (String(input?.targetTenantId) !== id) throw new NotFoundError(`Job ${jobId} not found`);
+    if (String(input?.targetTenantId) !== id) throw new NotFoundError('Job not found');
     const result = (job.status === 'COMPLETED' ? job.result : null) as TenantExportResult | null;
     return {
-      jobId: job.id,
+      jobId: publicIdOf(job),
       tenantId: id,
       status: job.status,
       processed: job.processed,

@@ -162,8 +162,12 @@ export class ErasedTenantDto {
 }
 
 export class TenantExportStartedDto {
-  @ApiProperty({ example: 42, description: 'Poll GET /api/v1/admin/tenants/{id}/export/{jobId}' })
-  jobId!: number;
+  @ApiProperty({
+    example: 'hV3kq0Zb9mT2xw7LcR1pAg',
+    pattern: '^[A-Za-z0-9_-]{22}$',
+    description: 'Poll GET /api/v1/admin/tenants/{id}/export/{jobId} (an opaque id, issue 34)',
+  })
+  jobId!: string;
   @ApiProperty({ enum: ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'], example: 'PENDING' })
   status!: string;
 }
@@ -174,7 +178,7 @@ export class TenantExportErrorDto {
 }
 
 export class TenantExportJobDto {
-  @ApiProperty({ example: 42 }) jobId!: number;
+  @ApiProperty({ example: 'hV3kq0Zb9mT2xw7LcR1pAg', pattern: '^[A-Za-z0-9_-]{22}$' }) jobId!: string;
   @ApiProperty({ example: '4', description: 'The tenant exported' }) tenantId!: string;
   @ApiProperty({ enum: ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'], example: 'COMPLETED' })
   status!: string;
@@ -183,7 +187,7 @@ export class TenantExportJobDto {
   @ApiPropertyOptional({
     example: '/api/v1/downloads/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-abcde',
     description:
-      'The ZIP (one JSON-lines file per table), once COMPLETED; downloaded with the same tenant header and token',
+      'The ZIP (one JSON-lines file per table), once COMPLETED; downloaded with the same tenant header and the token of a user holding admin:system',
   })
   downloadUrl?: string;
   @ApiPropertyOptional({

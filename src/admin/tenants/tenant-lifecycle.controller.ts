@@ -103,10 +103,14 @@ export class TenantLifecycleController {
   @ApiOperation({
     operationId: 'getTenantExport',
     summary: 'A tenant export job: status, rows written, and the download once done',
-    description: "Needs admin:system. Only jobs of the caller's own tenant are found.",
+    description:
+      "Needs admin:system. Only jobs of the caller's own tenant are found, by the id the export was answered with; any other id is 404.",
   })
   @ApiParam(ID_PARAM)
-  @ApiParam({ name: 'jobId', schema: { type: 'integer', minimum: 1, example: 42 } })
+  @ApiParam({
+    name: 'jobId',
+    schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{22}$', example: 'hV3kq0Zb9mT2xw7LcR1pAg' },
+  })
   @ApiEnvelope(TenantExportJobDto)
   @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'TENANT_MISMATCH', 'NOT_FOUND')
   async exportJob(
@@ -115,7 +119,7 @@ export class TenantLifecycleController {
     @Param('jobId') jobId: string,
   ): Promise<TenantExportJobDto> {
     assertSystemAdmin(actor);
-    return this.exports.exportJob(actor, tenantIdOf(id), Number(tenantIdOf(jobId)));
+    return this.exports.exportJob(actor, tenantIdOf(id), jobId);
   }
 
   @Delete(':id')

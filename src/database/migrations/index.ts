@@ -8,6 +8,7 @@ import { Outbox1795737600000 } from './1795737600000-outbox';
 import { RecordHistory1795824000000 } from './1795824000000-record-history';
 import { TenantUsage1795910400000 } from './1795910400000-tenant-usage';
 import { ImportBatches1796183000000 } from './1796183000000-import-batches';
+import { JobVisibility1796262000000 } from './1796262000000-job-visibility';
 
 /** Migrations in the order they run. Never edit one that has landed; add a new one. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   RecordHistory1795824000000,
   TenantUsage1795910400000,
   ImportBatches1796183000000,
+  JobVisibility1796262000000,
 ];

@@ -17,3 +17,4 @@ export * from './tenant-owned';
 export * from './history';
 export * from './outbox';
 export * from './imports';
+export * from './job-visibility';

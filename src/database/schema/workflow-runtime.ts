@@ -1,5 +1,6 @@
 import { ColumnDef, id, IndexDef, int, str, TableDef, ts } from './columns';
 import { AUDIT_HISTORY_COLUMNS } from './history';
+import { EXPORT_FILE_KIND_COLUMNS, JOB_PUBLIC_ID_COLUMNS } from './job-visibility';
 
 /**
  * D49: what the workflow engine adds to the initial schema's wft_* tables (migration
@@ -51,4 +52,6 @@ export const ADDED_COLUMNS: Readonly<Record<string, readonly ColumnDef[]>> = {
   wft_instances: WORKFLOW_INSTANCE_COLUMNS,
   wft_queue: WORKFLOW_QUEUE_COLUMNS,
   app_audit_logs: AUDIT_HISTORY_COLUMNS,
+  app_jobs: JOB_PUBLIC_ID_COLUMNS,
+  app_export_files: EXPORT_FILE_KIND_COLUMNS,
 };

@@ -9,16 +9,28 @@ import { DatabaseService } from '../../database/database.service';
 import { fromDbTimestamp, toDbTimestamp } from '../../database/dialect/timestamps';
 import { EXPORT_FILES_TABLE } from '../../database/schema';
 import { EXPORT_SWEEP_INTERVAL_MS } from './directory-export-store';
-import { ExportStore, FILE_ID, OpenedExport, StoredExportMeta } from './export-store';
+import {
+  ExportStore,
+  FILE_ID,
+  OpenedExport,
+  STORED_FILE_KINDS,
+  StoredExportMeta,
+  StoredFileKind,
+} from './export-store';
 import { discardStream } from './discard-stream';
 
 const TABLE = EXPORT_FILES_TABLE.name;
+
+function isKind(value: unknown): value is StoredFileKind {
+  return STORED_FILE_KINDS.includes(value as StoredFileKind);
+}
 /** Raw bytes per chunk row (base64: 4/3 of it). */
 export const EXPORT_CHUNK_BYTES = 384 * 1024;
 
 interface MetaRow {
   tenant: number | string;
   created_by: number | string;
+  kind: string | null;
   filename: string;
   content_type: string;
   expires_at: unknown;
@@ -72,6 +84,7 @@ export class DatabaseExportStore implements ExportStore, OnModuleInit, OnModuleD
         exf_chunk: chunk++,
         exf_tenant_id: Number(meta.tenantId),
         exf_created_by: meta.createdBy,
+        exf_kind: meta.kind ?? null,
         exf_filename: meta.filename,
         exf_content_type: meta.contentType,
         exf_data: Buffer.concat(pending).toString('base64'),
@@ -125,6 +138,7 @@ export class DatabaseExportStore implements ExportStore, OnModuleInit, OnModuleD
       .createQueryBuilder()
       .select('MIN(f.exf_tenant_id)', 'tenant')
       .addSelect('MIN(f.exf_created_by)', 'created_by')
+      .addSelect('MIN(f.exf_kind)', 'kind')
       .addSelect('MIN(f.exf_filename)', 'filename')
       .addSelect('MIN(f.exf_content_type)', 'content_type')
       .addSelect('MIN(f.exf_expires_at)', 'expires_at')
@@ -162,6 +176,7 @@ export class DatabaseExportStore implements ExportStore, OnModuleInit, OnModuleD
         contentType: row.content_type,
         expiresAt: new Date(expires).toISOString(),
         createdBy: Number(row.created_by),
+        ...(isKind(row.kind) ? { kind: row.kind } : {}),
       },
       body: Readable.from(body()),
     };

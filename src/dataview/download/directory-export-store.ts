@@ -9,7 +9,14 @@ import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import type { AppConfig } from '../../config/config.schema';
 import { APP_CONFIG } from '../../config/config.module';
-import { ExportStore, FILE_ID, OpenedExport, StoredExportMeta } from './export-store';
+import {
+  ExportStore,
+  FILE_ID,
+  OpenedExport,
+  STORED_FILE_KINDS,
+  StoredExportMeta,
+  StoredFileKind,
+} from './export-store';
 
 /** How often expired exports are swept, besides on access. */
 export const EXPORT_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
@@ -22,13 +29,15 @@ function isMeta(value: unknown): value is StoredExportMeta {
     typeof v.tenantId === 'string' &&
     typeof v.filename === 'string' &&
     typeof v.contentType === 'string' &&
-    typeof v.expiresAt === 'string'
+    typeof v.expiresAt === 'string' &&
+    typeof v.createdBy === 'number' &&
+    (v.kind === undefined || STORED_FILE_KINDS.includes(v.kind as StoredFileKind))
   );
 }
 
 /**
  * The embedded default store (D32): `config.exports.dir` (EXPORT_DIR, ./data/exports), each export
- * as `<id>.data` with `<id>.json` beside it (tenant, filename, content type, expiresAt). A file is
+ * as `<id>.data` with `<id>.json` beside it (tenant, owner, kind, filename, content type, expiresAt). A file is
  * written as `<id>.part` and renamed when complete, its metadata written last, so a half-written
  * export is never served. Expired exports are purged on access and by an unref'd hourly sweep.
  */

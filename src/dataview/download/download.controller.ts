@@ -1,11 +1,11 @@
 import { Controller, Get, Inject, Param, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiParam, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { Authenticated, CurrentTenant } from '../../common/decorators/context.decorators';
+import { Authenticated, CurrentTenant, CurrentUser } from '../../common/decorators/context.decorators';
 import { RawResponse } from '../../common/decorators/public.decorator';
 import { NotFoundError } from '../../common/errors/app-error';
 import { ApiErrors } from '../../common/http/api-docs';
-import type { TenantContext } from '../../common/request-context';
+import type { AuthUser, TenantContext } from '../../common/request-context';
 import { DOWNLOAD_CONTENT } from '../export/export.api-docs';
 
 /** What the store serves: the dataview exports and import error files, and tenant exports (D58, a ZIP). */
@@ -13,6 +13,7 @@ const STORED_FILE_CONTENT = {
   ...DOWNLOAD_CONTENT,
   'application/zip': { schema: { type: 'string', format: 'binary' } },
 };
+import { mayDownload } from './download-access';
 import { EXPORT_STORE, type ExportStore } from './export-store';
 
 /** A filename safe inside `filename="…"` (the store's names are already plain). */
@@ -21,9 +22,10 @@ function quoted(name: string): string {
 }
 
 /**
- * `GET /api/v1/downloads/{file_id}` (spec §4.4 rule 8, D32): the export, as an attachment, to an
- * authenticated user of the tenant that made it; no other permission. Unknown, another tenant's or
- * expired → 404 (an expired one is purged). The body is the file: no success envelope.
+ * `GET /api/v1/downloads/{file_id}` (spec §4.4 rule 8, D32): the file, as an attachment, to the
+ * user of the tenant that made it or, by its kind, to a job administrator (download-access.ts,
+ * issue 34). Unknown, another tenant's, another user's or expired → 404 (an expired one is purged):
+ * never 403, which would confirm that the file exists. The body is the file: no success envelope.
  */
 @ApiTags('dataviews')
 @Controller('api/v1/downloads')
@@ -37,6 +39,10 @@ export class DownloadController {
     operationId: 'downloadExport',
     summary:
       'Download an export, an import error file or a tenant export (same tenant, within EXPORT_TTL_S of its creation)',
+    description:
+      'Served to the user who made the file; an export or an import error file also to holders of admin:jobs ' +
+      '(a tenant administrator’s `*:*` grants it) or admin:system; a tenant export only to holders of admin:system. ' +
+      'Anyone else, like an unknown or expired id, gets 404.',
   })
   @ApiParam({ name: 'file_id', example: 'q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c' })
   @ApiProduces(...Object.keys(STORED_FILE_CONTENT))
@@ -55,10 +61,14 @@ export class DownloadController {
   async download(
     @Res() reply: FastifyReply,
     @CurrentTenant() tenant: TenantContext,
+    @CurrentUser() user: AuthUser,
     @Param('file_id') fileId: string,
   ): Promise<void> {
     const file = await this.store.open(tenant.id, fileId);
-    if (!file) throw new NotFoundError('Export not found or expired');
+    if (!file || !mayDownload(file.meta, user)) {
+      file?.body.destroy();
+      throw new NotFoundError('Export not found or expired');
+    }
     if (file.size !== undefined) void reply.header('content-length', String(file.size));
     await reply
       .header('content-type', file.meta.contentType)

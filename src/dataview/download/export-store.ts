@@ -1,5 +1,12 @@
 import type { Readable, Writable } from 'node:stream';
 
+/**
+ * What a stored file is (issue 34), which decides who besides its owner may download it
+ * (download-access.ts): a dataview export, an import's error file, a tenant export (D58).
+ */
+export const STORED_FILE_KINDS = ['export', 'import-errors', 'tenant-export'] as const;
+export type StoredFileKind = (typeof STORED_FILE_KINDS)[number];
+
 /** What is known of a stored export besides its bytes. */
 export interface StoredExportMeta {
   tenantId: string;
@@ -9,6 +16,8 @@ export interface StoredExportMeta {
   expiresAt: string;
   /** The user who made it. */
   createdBy: number;
+  /** Absent: only its owner may download it (an import's source file, files stored before kinds). */
+  kind?: StoredFileKind;
 }
 
 export interface OpenedExport {

@@ -8,7 +8,7 @@ import { ExportInput, ExportRenderer, neutralized, typedCell } from './export-mo
  * (else a reader starts a new row inside the cell, issue 21 #2) and `;` (the separator of the
  * locales that split CSV on it, where an unquoted `;` would start a new cell).
  */
-const QUOTED_MATCH = /[\r\n;]/;
+export const QUOTED_MATCH = /[\r\n;]/;
 
 /**
  * CSV (RFC 4180, UTF-8, header row of the column names) streamed through csv-stringify: one batch

@@ -210,6 +210,7 @@ export class ExportDataview {
         filename: prepared.filename,
         contentType: renderer.contentType,
         createdBy: ctx.user.userId,
+        kind: 'export',
       },
       (out) => renderInThread(this.pool, request.format, input, out, signal),
     );

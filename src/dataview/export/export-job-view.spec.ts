@@ -1,9 +1,11 @@
 import { AppError } from '../../common/errors/app-error';
 import type { Job } from '../../jobs/job.types';
-import { exportJobView, exportOutcome, jobIdOf } from './export-job-view';
+import { exportJobView, exportOutcome } from './export-job-view';
 
+const PUBLIC_ID = 'q3v0cXlS1i8aQ3kE0nqKJw';
 const JOB: Job = {
   id: 42,
+  publicId: PUBLIC_ID,
   tenantId: '1',
   kind: 'dataview.export',
   status: 'RUNNING',
@@ -23,9 +25,9 @@ const JOB: Job = {
 const DONE = { filename: 'customers_2026-01-05.pdf', downloadUrl: `/api/v1/downloads/${'a'.repeat(43)}` };
 
 describe('export job answers', () => {
-  it('should show a running job with its progress and where to ask again', () => {
+  it('should show a running job by its public id, with its progress and where to ask again', () => {
     expect(exportJobView(JOB)).toEqual({
-      jobId: 42,
+      jobId: PUBLIC_ID,
       status: 'RUNNING',
       dataviewCode: 'customers_grid',
       format: 'pdf',
@@ -33,7 +35,7 @@ describe('export job answers', () => {
       total: 10000,
       createdAt: '2026-01-05T00:00:00.000Z',
       finishedAt: null,
-      statusUrl: '/api/v1/exports/42',
+      statusUrl: `/api/v1/exports/${PUBLIC_ID}`,
     });
   });
 
@@ -68,11 +70,7 @@ describe('export job answers', () => {
     expect(thrown({ ...JOB, status: 'CANCELLED' }).code).toBe('CONFLICT');
   });
 
-  it('should read a job id: digits, else 400; beyond the INT range or 0, 404 (D45)', () => {
-    expect(jobIdOf('7')).toBe(7);
-    for (const bad of ['x', '-1', '1.5', '', '1e3'])
-      expect(() => jobIdOf(bad)).toThrow(expect.objectContaining({ code: 'VALIDATION_ERROR' }));
-    for (const none of ['0', '2147483648', '999999999999999'])
-      expect(() => jobIdOf(none)).toThrow(expect.objectContaining({ code: 'NOT_FOUND' }));
+  it('should never give the row key to a client: a job without a public id is no answer', () => {
+    expect(() => exportJobView({ ...JOB, publicId: null })).toThrow('has no public id');
   });
 });

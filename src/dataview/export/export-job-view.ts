@@ -1,12 +1,14 @@
-import { AppError, ConflictError, NotFoundError, ValidationError } from '../../common/errors/app-error';
+import { AppError, ConflictError } from '../../common/errors/app-error';
 import { ERROR_STATUS, type ErrorCode } from '../../common/errors/error-codes';
+import { publicIdOf } from '../../jobs/job-access';
 import type { Job, JobError, JobStatus } from '../../jobs/job.types';
 import type { ExportAnswer } from './export-dataview';
 import { exportJobInput } from './export-job';
 
 /** An export job as its routes answer it (202 of the export route, the status and cancel routes). */
 export interface ExportJobView {
-  jobId: number;
+  /** The job's public id (issue 34): opaque, not enumerable. */
+  jobId: string;
   status: JobStatus;
   dataviewCode: string;
   format: string | null;
@@ -24,8 +26,8 @@ export interface ExportJobView {
   error?: JobError;
 }
 
-export function exportStatusUrl(jobId: number): string {
-  return `/api/v1/exports/${jobId}`;
+export function exportStatusUrl(jobId: string): string {
+  return `/api/v1/exports/${encodeURIComponent(jobId)}`;
 }
 
 function resultOf(job: Job): ExportAnswer | undefined {
@@ -40,7 +42,7 @@ export function exportJobView(job: Job): ExportJobView {
   const body = (input.body ?? {}) as { format?: unknown };
   const result = job.status === 'COMPLETED' ? resultOf(job) : undefined;
   return {
-    jobId: job.id,
+    jobId: publicIdOf(job),
     status: job.status,
     dataviewCode: input.dataviewCode,
     format: typeof body.format === 'string' ? body.format : null,
@@ -48,7 +50,7 @@ export function exportJobView(job: Job): ExportJobView {
     total: job.total,
     createdAt: new Date(job.createdAt).toISOString(),
     finishedAt: job.finishedAt === null ? null : new Date(job.finishedAt).toISOString(),
-    statusUrl: exportStatusUrl(job.id),
+    statusUrl: exportStatusUrl(publicIdOf(job)),
     ...(result ?? {}),
     ...(job.status === 'FAILED' && job.error ? { error: job.error } : {}),
   };
@@ -62,13 +64,4 @@ export function exportOutcome(job: Job): ExportAnswer {
   const error = job.error;
   const code = error && error.code in ERROR_STATUS ? (error.code as ErrorCode) : 'SERVICE_ERROR';
   throw new AppError(code, error?.message ?? 'The export failed', error?.details ?? null);
-}
-
-/** A job id of the path: digits (else 400); beyond the column's range it names no job (404, D45). */
-export function jobIdOf(value: string): number {
-  if (!/^\d{1,15}$/.test(value))
-    throw new ValidationError('Validation failed', [{ field: 'jobId', error: 'must be a positive integer' }]);
-  const id = Number(value);
-  if (id < 1 || id > 2_147_483_647) throw new NotFoundError(`Job ${value} not found`);
-  return id;
 }

@@ -17,8 +17,8 @@ import { JobsService, type AdmissionLimits } from '../../jobs/jobs.service';
 import { EXPORT_ANSWER_SCHEMA, EXPORT_BODY_SCHEMA } from './export.api-docs';
 import { ExportAnswer, ExportDataview } from './export-dataview';
 import { EXPORT_FEATURES, EXPORT_JOB_KIND, type ExportJobInput } from './export-job';
-import { exportJobView, ExportJobView, exportOutcome, jobIdOf } from './export-job-view';
-import { EXPORT_JOB_ANSWER_SCHEMA } from './export-jobs.api-docs';
+import { exportJobView, ExportJobView, exportOutcome } from './export-job-view';
+import { EXPORT_JOB_ANSWER_SCHEMA, JOB_ID_PARAM } from './export-jobs.api-docs';
 import { parseExportRequest } from './export-request';
 
 /** Retry-After of a 429 beyond an export limit: about what a 10,000-row PDF takes, a few times over. */
@@ -112,14 +112,16 @@ export class ExportController {
     operationId: 'getExportJob',
     summary: 'An export that outlived its request: status, progress, then the download URL or the error',
   })
-  @ApiParam({ name: 'jobId', schema: { type: 'integer', minimum: 1, example: 42 } })
+  @ApiParam(JOB_ID_PARAM)
   @ApiOkResponse({ schema: EXPORT_JOB_ANSWER_SCHEMA })
-  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
+  @ApiErrors('UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
   async status(
     @CurrentTenant() tenant: TenantContext,
+    @CurrentUser() user: AuthUser,
     @Param('jobId') jobId: string,
   ): Promise<ExportJobView> {
-    return exportJobView(await this.jobs.get(tenant.id, jobIdOf(jobId), EXPORT_JOB_KIND));
+    // Its creator's, or a job administrator's (issue 34); anyone else's 404.
+    return exportJobView(await this.jobs.getVisible(tenant.id, jobId, EXPORT_JOB_KIND, user));
   }
 
   @Post('exports/:jobId/cancel')
@@ -130,18 +132,17 @@ export class ExportController {
     operationId: 'cancelExportJob',
     summary: 'Cancel an unfinished export (its creator only); a finished one is answered as it is',
   })
-  @ApiParam({ name: 'jobId', schema: { type: 'integer', minimum: 1, example: 42 } })
+  @ApiParam(JOB_ID_PARAM)
   @ApiOkResponse({ schema: EXPORT_JOB_ANSWER_SCHEMA })
-  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
+  @ApiErrors('UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
   async cancel(
     @CurrentTenant() tenant: TenantContext,
     @CurrentUser() user: AuthUser,
     @Param('jobId') jobId: string,
   ): Promise<ExportJobView> {
-    const id = jobIdOf(jobId);
-    const job = await this.jobs.get(tenant.id, id, EXPORT_JOB_KIND);
+    const job = await this.jobs.getVisible(tenant.id, jobId, EXPORT_JOB_KIND, user);
     if (job.createdBy !== user.userId)
       throw new AuthorizationError('Only the user who started an export may cancel it');
-    return exportJobView(await this.jobs.cancel(tenant.id, id, EXPORT_JOB_KIND));
+    return exportJobView(await this.jobs.cancel(tenant.id, job.id, EXPORT_JOB_KIND));
   }
 }

@@ -1,9 +1,11 @@
+import { publicIdOf } from '../../jobs/job-access';
 import type { Job, JobError, JobStatus } from '../../jobs/job.types';
 import { type ImportResult, importJobInput } from './import-input';
 
 /** An import as its routes answer it (D53). */
 export interface ImportJobView extends Omit<ImportResult, 'total'> {
-  importId: number;
+  /** The job's public id (issue 34): opaque, not enumerable. */
+  importId: string;
   entity: string;
   status: JobStatus;
   dryRun: boolean;
@@ -19,15 +21,15 @@ export interface ImportJobView extends Omit<ImportResult, 'total'> {
   statusUrl: string;
 }
 
-export function importStatusUrl(id: number): string {
-  return `/api/v1/imports/${id}`;
+export function importStatusUrl(id: string): string {
+  return `/api/v1/imports/${encodeURIComponent(id)}`;
 }
 
 export function importJobView(job: Job): ImportJobView {
   const input = importJobInput(job.input);
   const r = (job.status === 'COMPLETED' ? job.result : null) as Partial<ImportResult> | null;
   return {
-    importId: job.id,
+    importId: publicIdOf(job),
     entity: input.entityCode,
     status: job.status,
     dryRun: input.dryRun,
@@ -45,6 +47,6 @@ export function importJobView(job: Job): ImportJobView {
     ...(job.status === 'FAILED' && job.error ? { error: job.error } : {}),
     createdAt: new Date(job.createdAt).toISOString(),
     finishedAt: job.finishedAt === null ? null : new Date(job.finishedAt).toISOString(),
-    statusUrl: importStatusUrl(job.id),
+    statusUrl: importStatusUrl(publicIdOf(job)),
   };
 }

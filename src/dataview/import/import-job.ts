@@ -106,10 +106,11 @@ export class ImportJob implements JobHandler, OnModuleInit {
           this.store,
           {
             tenantId: ctx.tenantId,
-            filename: `${ctx.entity.code}-import-${job.id}-errors.csv`,
+            filename: `${ctx.entity.code}-import-${job.publicId ?? job.id}-errors.csv`,
             createdBy: job.createdBy ?? 0,
           },
-          reader.header,
+          ctx,
+          reader,
           reports,
           result.errors,
         );

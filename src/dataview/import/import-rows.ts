@@ -134,6 +134,11 @@ export class RowReader {
   private targets: Array<FieldDef | null> = [];
   private keyAt = -1;
 
+  /** The field each column of the header feeds (null: ignored); the error file keeps these columns. */
+  get columns(): ReadonlyArray<FieldDef | null> {
+    return this.targets;
+  }
+
   constructor(
     private readonly ctx: RecordContext,
     private readonly mapping: Record<string, string | null>,

@@ -1,7 +1,15 @@
 import type { SchemaObject } from '@nestjs/swagger';
 import { JOB_STATUSES } from '../../jobs/job.types';
+import { PUBLIC_JOB_ID_SCHEMA } from '../export/export-jobs.api-docs';
 
 /** OpenAPI pieces of imports (D53). */
+
+export const IMPORT_ID_PARAM = {
+  name: 'importId',
+  description:
+    'The id the import was answered with; another user’s import is 404 unless the caller administers jobs',
+  schema: PUBLIC_JOB_ID_SCHEMA,
+};
 
 export const IMPORT_JOB_SCHEMA: SchemaObject = {
   type: 'object',
@@ -23,7 +31,7 @@ export const IMPORT_JOB_SCHEMA: SchemaObject = {
     'statusUrl',
   ],
   properties: {
-    importId: { type: 'integer', example: 42 },
+    importId: PUBLIC_JOB_ID_SCHEMA,
     entity: { type: 'string', example: 'customers' },
     status: { type: 'string', enum: [...JOB_STATUSES], example: 'COMPLETED' },
     dryRun: { type: 'boolean', example: false },
@@ -58,7 +66,8 @@ export const IMPORT_JOB_SCHEMA: SchemaObject = {
     },
     errorFileUrl: {
       type: 'string',
-      description: 'When rows failed: a CSV of the failed rows with an `error` column (downloads route)',
+      description:
+        'When rows failed: a CSV of the failed rows as the importing user may see them (masked fields masked, fields it may not see left out, formulas neutralized as D48) with an `error` column (downloads route)',
       example: '/api/v1/downloads/q3v0cXlS1i8aQ3kE0nqKJ5x7sV8b2a9yXo0Wm4r6T1c',
     },
     error: {
@@ -68,7 +77,7 @@ export const IMPORT_JOB_SCHEMA: SchemaObject = {
     },
     createdAt: { type: 'string', format: 'date-time' },
     finishedAt: { type: 'string', format: 'date-time', nullable: true },
-    statusUrl: { type: 'string', example: '/api/v1/imports/42' },
+    statusUrl: { type: 'string', example: '/api/v1/imports/hV3kq0Zb9mT2xw7LcR1pAg' },
   },
 };
 

@@ -28,12 +28,11 @@ import { assertCanPerform } from '../../profile/access/can-perform';
 import { RecordContextFactory } from '../../records/record-context.factory';
 import { Inject } from '@nestjs/common';
 import { EXPORT_STORE, type ExportStore } from '../download/export-store';
-import { jobIdOf } from '../export/export-job-view';
 import { FileCheck, type ImportFormat } from './import-file';
 import { IMPORT_FEATURES, IMPORT_JOB_KIND, type ImportJobInput } from './import-input';
 import { upsertKey } from './import-rows';
 import { importJobView, type ImportJobView } from './import-job-view';
-import { IMPORT_JOB_ANSWER_SCHEMA } from './import.api-docs';
+import { IMPORT_ID_PARAM, IMPORT_JOB_ANSWER_SCHEMA } from './import.api-docs';
 
 const XLSX_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
 
@@ -262,14 +261,16 @@ export class ImportController {
     operationId: 'getImport',
     summary: 'An import: status, counts, the first errors, the error file',
   })
-  @ApiParam({ name: 'importId', schema: { type: 'integer', minimum: 1, example: 42 } })
+  @ApiParam(IMPORT_ID_PARAM)
   @ApiOkResponse({ schema: IMPORT_JOB_ANSWER_SCHEMA })
-  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
+  @ApiErrors('UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
   async status(
     @CurrentTenant() tenant: TenantContext,
+    @CurrentUser() user: AuthUser,
     @Param('importId') importId: string,
   ): Promise<ImportJobView> {
-    return importJobView(await this.jobs.get(tenant.id, jobIdOf(importId), IMPORT_JOB_KIND));
+    // Its creator's, or a job administrator's (issue 34); anyone else's 404.
+    return importJobView(await this.jobs.getVisible(tenant.id, importId, IMPORT_JOB_KIND, user));
   }
 
   @Post('imports/:importId/cancel')
@@ -279,18 +280,17 @@ export class ImportController {
     operationId: 'cancelImport',
     summary: 'Cancel an unfinished import (its creator only): the running batch is rolled back',
   })
-  @ApiParam({ name: 'importId', schema: { type: 'integer', minimum: 1, example: 42 } })
+  @ApiParam(IMPORT_ID_PARAM)
   @ApiOkResponse({ schema: IMPORT_JOB_ANSWER_SCHEMA })
-  @ApiErrors('VALIDATION_ERROR', 'UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
+  @ApiErrors('UNAUTHORIZED', 'FORBIDDEN', 'FEATURE_DISABLED', 'NOT_FOUND')
   async cancel(
     @CurrentTenant() tenant: TenantContext,
     @CurrentUser() user: AuthUser,
     @Param('importId') importId: string,
   ): Promise<ImportJobView> {
-    const id = jobIdOf(importId);
-    const job = await this.jobs.get(tenant.id, id, IMPORT_JOB_KIND);
+    const job = await this.jobs.getVisible(tenant.id, importId, IMPORT_JOB_KIND, user);
     if (job.createdBy !== user.userId)
       throw new AuthorizationError('Only the user who started an import may cancel it');
-    return importJobView(await this.jobs.cancel(tenant.id, id, IMPORT_JOB_KIND));
+    return importJobView(await this.jobs.cancel(tenant.id, job.id, IMPORT_JOB_KIND));
   }
 }
