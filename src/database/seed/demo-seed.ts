@@ -15,6 +15,7 @@ import {
   demoCustomers,
   demoOrders,
 } from './demo-data';
+import { seedCreatedEntries } from './demo-history';
 
 export interface SeedDemoOptions {
   /** Password of every demo user (DEMO_PASSWORD or the development default). */
@@ -295,6 +296,13 @@ export async function seedDemo(dataSource: DataSource, options: SeedDemoOptions)
     }
     log(`demo_customers: ${inserted.demo_customers} inserted`);
     log(`demo_orders: ${inserted.demo_orders} inserted`);
+
+    // Each demo record's first version (history from version 1, restorable).
+    inserted.app_audit_logs = 0;
+    for (const tenantCode of Object.keys(DEMO_ROW_COUNTS))
+      for (const entity of ['customers', 'orders'])
+        inserted.app_audit_logs += await seedCreatedEntries(em, entity, tenantId(tenantCode), lastModified);
+    log(`app_audit_logs: ${inserted.app_audit_logs} created entries inserted`);
   });
   return { inserted };
 }
