@@ -9,13 +9,15 @@ import {
   OnModuleDestroy,
 } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import type { QueryRunner } from 'typeorm';
 import { hostname } from 'node:os';
-import { AppError } from '../common/errors/app-error';
 import { requestScope } from '../common/request-scope';
 import type { AppConfig } from '../config/config.schema';
 import { InjectConfig } from '../config/inject-config.decorator';
 import { ReadinessService } from '../health/readiness.service';
 import type { ClaimedJob, Job, JobError, JobHandler, JobStatus } from './job.types';
+import { JobHolds } from './job-holds';
+import { jobError, JobStopped, quarantineOf, TENANT_INACTIVE } from './job-outcomes';
 import { JobTransactions } from './job-transactions';
 import { JobWatch } from './job-watch';
 import { JobsRepository } from './jobs.repository';
@@ -36,35 +38,20 @@ const SHUTDOWN_GRACE_MS = 3_000;
 export const FINISHED_JOB_RETENTION_MS = 7 * 24 * 3600 * 1000;
 const PURGE_INTERVAL_MS = 3600 * 1000;
 
-/** Why a running job's signal was aborted. */
-export class JobStopped extends Error {
-  constructor(readonly reason: 'cancelled-or-lost' | 'shutdown') {
-    super(
-      reason === 'shutdown' ? 'The instance is shutting down' : 'The job was cancelled or its lease lost',
-    );
-  }
-}
-
 interface Active {
   job: ClaimedJob;
   handler: JobHandler;
   controller: AbortController;
   done: Promise<void>;
   progress?: { processed: number; total: number | null };
+  /** Whether a progress above 0 was reported (the first one is written at once: job-outcomes.ts). */
+  moved?: boolean;
   flushedAt: number;
   loggedAt: number;
 }
 
 /** A failed attempt is tried again after 1 s, 2 s, 4 s… (at most a minute). */
 const JOB_RETRY_BACKOFF = { baseMs: 1000, maxMs: 60_000 };
-
-function jobError(err: unknown): JobError {
-  // A domain error is shown as it is; an internal one never (D18).
-  if (err instanceof AppError && err.code !== 'SERVICE_ERROR')
-    return { code: err.code, message: err.message, ...(err.details == null ? {} : { details: err.details }) };
-  // Never a raw driver or library message (D18): the log has it, the job says what happened.
-  return { code: 'SERVICE_ERROR', message: 'The job failed' };
-}
 
 /**
  * The background-job worker of this instance (ARCHITECTURE `jobs`; leases as D49). Feature modules
@@ -94,6 +81,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
   constructor(
     @InjectConfig() private readonly config: AppConfig,
     private readonly jobs: JobsRepository,
+    private readonly holds: JobHolds,
     private readonly transactions: JobTransactions,
     private readonly watch: JobWatch,
     private readonly readiness: ReadinessService,
@@ -139,6 +127,15 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
   /** Jobs running now on this instance. */
   get busy(): number {
     return this.active.size;
+  }
+
+  /**
+   * Stops this instance's running jobs of the tenant at once (their rows were just cancelled: a
+   * tenant erase); the workers of other instances see the cancel at their next renewal or hold.
+   */
+  stopTenant(tenantId: string): void {
+    for (const a of this.active.values())
+      if (a.job.tenantId === tenantId) a.controller.abort(new JobStopped('cancelled-or-lost'));
   }
 
   /** Claims now instead of at the next poll (a job was queued on this instance). */
@@ -219,6 +216,9 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     };
     active.done = requestScope
       .run(scope, () => this.execute(active))
+      // Whatever happened, the claim lets go of a row that still names it (a cancelled one keeps
+      // its owner until then: a tenant erase waits for that, JobsService.stopTenant).
+      .finally(() => this.holds.letGo(job))
       .catch((err: unknown) => this.reportError(err))
       .finally(() => {
         this.active.delete(job.id);
@@ -229,6 +229,16 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
   private async execute(active: Active): Promise<void> {
     const { job, handler, controller } = active;
     const startedAt = Date.now();
+    const quarantined = quarantineOf(job);
+    if (quarantined) {
+      const attempt = job.attempts - 1;
+      this.logger.warn(
+        { event: 'job_quarantined', jobId: job.id, kind: job.kind, attempt },
+        'job_quarantined',
+      );
+      await this.finish(active, 'FAILED', { error: quarantined });
+      return;
+    }
     if (job.attempts > handler.maxAttempts) {
       const message = `Gave up after ${handler.maxAttempts} attempts: the job's worker stopped each time`;
       await this.finish(active, 'FAILED', { error: { code: 'SERVICE_ERROR', message } });
@@ -243,6 +253,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
       result = await handler.run(job, {
         signal: controller.signal,
         progress: (processed, total) => this.progress(active, processed, total),
+        hold: (qr) => this.hold(active, qr),
       });
       controller.signal.throwIfAborted();
     } catch (err) {
@@ -259,7 +270,14 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
       if (reason.reason === 'shutdown') {
         const released = await this.transactions.run((tx) => this.jobs.release(tx.config, job, Date.now()));
         this.logger.log({ event: 'job_released', jobId: job.id, released }, 'job_released');
-      } else this.logger.log({ event: 'job_stopped', jobId: job.id }, 'job_stopped: cancelled or lease lost');
+        return;
+      }
+      // Cancelled, its lease lost, or its tenant no longer active: only the last leaves the row
+      // RUNNING under this claim, and then the job fails (the fenced write is a no-op otherwise).
+      const failed = await this.transactions.run((tx) =>
+        this.jobs.fail(tx.config, job, TENANT_INACTIVE, Date.now()),
+      );
+      this.logger.log({ event: 'job_stopped', jobId: job.id, tenantInactive: failed }, 'job_stopped');
       return;
     }
     const error = jobError(err);
@@ -322,7 +340,17 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
       active.loggedAt = now;
       this.logger.log({ event: 'job_progress', jobId: active.job.id, processed, total }, 'job_progress');
     }
-    if (now - active.flushedAt >= PROGRESS_FLUSH_MS) await this.renew(active, now);
+    const first = processed > 0 && !active.moved;
+    if (first) active.moved = true;
+    if (first || now - active.flushedAt >= PROGRESS_FLUSH_MS) await this.renew(active, now);
+    active.controller.signal.throwIfAborted();
+  }
+
+  /** JobRun.hold: the job's row in the batch's transaction; a job no longer held stops. */
+  private async hold(active: Active, qr: QueryRunner): Promise<void> {
+    active.controller.signal.throwIfAborted();
+    if (!(await this.holds.hold(qr, active.job, Date.now())))
+      active.controller.abort(new JobStopped('cancelled-or-lost'));
     active.controller.signal.throwIfAborted();
   }
 

@@ -1,3 +1,5 @@
+import type { QueryRunner } from 'typeorm';
+
 /** A job's life: PENDING → RUNNING → COMPLETED | FAILED | CANCELLED (a lost lease goes back to RUNNING). */
 export const JOB_STATUSES = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -48,6 +50,11 @@ export interface Job {
 export interface ClaimedJob extends Job {
   owner: string;
   leaseUntil: number;
+  /**
+   * Set when this claim took the job from a claim whose instance died (its lease ran out while it
+   * was RUNNING): how far that claim had got (its progress; each claim starts again from 0).
+   */
+  crashedClaim?: { processed: number };
 }
 
 export interface NewJob {
@@ -72,6 +79,13 @@ export interface JobRun {
    * once the job has been cancelled, so a handler that reports progress stops by itself.
    */
   progress(processed: number, total: number | null): Promise<void>;
+  /**
+   * In the transaction that commits a part of the job's work (a batch), before its commit: takes
+   * the job's row — a cancel or a tenant erase then waits for that commit — and checks that this
+   * worker still holds the job and that its tenant is still active. Otherwise it stops the job and
+   * throws, and the transaction rolls back: nothing more is committed.
+   */
+  hold(qr: QueryRunner): Promise<void>;
 }
 
 /**

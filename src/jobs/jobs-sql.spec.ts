@@ -6,6 +6,7 @@ import type { DatabaseService } from '../database/database.service';
 import { skipLockedClaim } from '../database/dialect/claim';
 import { mssqlDataSource } from '../database/mssql-sql';
 import type { ClaimedJob } from './job.types';
+import { JobHolds } from './job-holds';
 import { JobsRepository } from './jobs.repository';
 import { plainParams } from '../../test/support/sql-params';
 
@@ -63,6 +64,7 @@ const JOB: ClaimedJob = {
 describe.each(DIALECTS)('JobsRepository SQL on %s (no server)', (dialect) => {
   const ds = offline(dialect);
   const repo = new JobsRepository({ dataSource: ds } as unknown as DatabaseService);
+  const holds = new JobHolds({ dataSource: ds } as unknown as DatabaseService);
   const qr = { connection: ds } as unknown as QueryRunner;
   const tsql = (sql: string) => {
     if (dialect === 'mssql') assertParsesAsTsql(sql);
@@ -114,5 +116,39 @@ describe.each(DIALECTS)('JobsRepository SQL on %s (no server)', (dialect) => {
     expect(values(sql, params)).toEqual(expect.arrayContaining([Number(TENANT), 7373, JOB.owner]));
     expect(sql).not.toContain(JOB.owner);
     tsql(sql);
+  });
+
+  it('renews a lease, and holds a job for a batch, only while its tenant is active (issue 34 #4)', () => {
+    for (const [sql, params] of [
+      repo.renewQuery(JOB, 30_000, NOW, { processed: 500, total: 1000 }).getQueryAndParameters(),
+      holds.holdQuery(qr, JOB, NOW).getQueryAndParameters(),
+    ]) {
+      expect(sql).toMatchSnapshot();
+      expect(sql).toMatch(
+        /WHERE job_tenant_id = .+ AND job_id = .+ AND job_lease_owner = .+ AND job_status = 'RUNNING' AND \(job_tenant_id = 0 OR EXISTS \(SELECT 1 FROM .*app_tenants.* jt WHERE jt\.tnt_id = job_tenant_id AND jt\.tnt_status = 1 AND/,
+      );
+      expect(values(sql, params)).toEqual(expect.arrayContaining([Number(TENANT), 7373, JOB.owner]));
+      tsql(sql);
+    }
+  });
+
+  it("cancels a tenant's unfinished jobs keeping their owners, counts the ones still held, lets a claim go", () => {
+    const cancel = holds.cancelTenantQuery(undefined, TENANT, NOW).getQueryAndParameters();
+    const held = holds.heldQuery(TENANT, NOW).getQueryAndParameters();
+    const letGo = holds.letGoQuery(JOB).getQueryAndParameters();
+    for (const [sql, params] of [cancel, held, letGo]) {
+      expect(sql).toMatchSnapshot();
+      expect(sql).toMatch(new RegExp(`WHERE (j\\.)?job_tenant_id = ${ph} AND `));
+      expect(values(sql, params)).toContain(Number(TENANT));
+      tsql(sql);
+    }
+    expect(cancel[0]).not.toMatch(/job_lease_owner/);
+    expect(letGo[0]).toMatch(/WHERE job_tenant_id = .+ AND job_id = .+ AND job_lease_owner = /);
+    expect(held[0]).toMatch(/job_lease_owner IS NOT NULL AND j\.job_lease_until >= /);
+  });
+
+  it('starts each claim at 0 processed, so that a dead claim tells whether it made progress (issue 34 #1)', () => {
+    const [sql] = repo.claimOne(qr, JOB, 'host:2:ef01#9', 30_000, NOW).getQueryAndParameters();
+    expect(sql).toMatch(/[`"]?job_processed[`"]? = /);
   });
 });

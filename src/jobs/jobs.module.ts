@@ -3,11 +3,13 @@ import { HealthModule } from '../health/health.module';
 import { TenantModule } from '../tenant/tenant.module';
 import { AuditRetentionJob } from './audit-retention.job';
 import { RecordsModule } from '../records/records.module';
+import { JobHolds } from './job-holds';
 import { JobTransactions } from './job-transactions';
 import { JobWatch } from './job-watch';
 import { JobWorker } from './job-worker';
 import { JobsRepository } from './jobs.repository';
 import { JobsService } from './jobs.service';
+import { TenantJobs } from './tenant-jobs';
 
 /**
  * The background-job machine (ARCHITECTURE `jobs`): app_jobs, claims with leases (D49), progress,
@@ -17,7 +19,16 @@ import { JobsService } from './jobs.service';
  */
 @Module({
   imports: [RecordsModule, HealthModule, TenantModule],
-  providers: [JobsRepository, JobTransactions, JobWatch, JobWorker, JobsService, AuditRetentionJob],
-  exports: [JobsService, JobWorker, AuditRetentionJob],
+  providers: [
+    JobsRepository,
+    JobHolds,
+    JobTransactions,
+    JobWatch,
+    JobWorker,
+    JobsService,
+    TenantJobs,
+    AuditRetentionJob,
+  ],
+  exports: [JobsService, JobWorker, TenantJobs, AuditRetentionJob],
 })
 export class JobsModule {}

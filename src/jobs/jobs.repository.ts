@@ -7,6 +7,7 @@ import { skipLockedClaim } from '../database/dialect/claim';
 import { insertedKeyOf, returningOf } from '../database/dialect/returning';
 import { columnText, tenantNumber } from '../database/raw-values';
 import { JOB_PUBLIC_ID_COLUMNS, JOBS_TABLE } from '../database/schema';
+import { withActiveTenant } from './job-holds';
 import { ACTIVE_STATUSES, ClaimedJob, Job, JOB_STATUSES, JobError, JobStatus, NewJob } from './job.types';
 
 const TABLE = JOBS_TABLE.name;
@@ -243,6 +244,9 @@ export class JobsRepository {
       if ((taken.affected ?? 0) === 0) continue;
       claimed.push({
         ...job,
+        // A RUNNING candidate's instance died with it: how far it got decides its fate (job-worker.ts).
+        ...(job.status === 'RUNNING' ? { crashedClaim: { processed: job.processed } } : {}),
+        processed: 0,
         status: 'RUNNING',
         owner,
         leaseUntil: now + leaseMs,
@@ -264,6 +268,8 @@ export class JobsRepository {
         job_lease_owner: owner.slice(0, 100),
         job_lease_until: toDbTimestamp(now + leaseMs),
         job_attempts: () => 'job_attempts + 1',
+        // Each claim's progress starts at 0, so a crashed claim's row tells whether it got anywhere.
+        job_processed: 0,
         job_started_at: () => 'COALESCE(job_started_at, :at)',
         job_updated_at: at,
       })
@@ -292,7 +298,8 @@ export class JobsRepository {
 
   /**
    * Extends the lease, with the progress when given; false when the lease is lost (cancelled,
-   * or claimed by another worker after it ran out): the worker then stops.
+   * or claimed by another worker after it ran out) or the job's tenant is no longer active: the
+   * worker then stops.
    */
   async renew(
     job: Held,
@@ -300,11 +307,16 @@ export class JobsRepository {
     now: number,
     progress?: { processed: number; total: number | null },
   ): Promise<boolean> {
-    return this.fencedUpdate(undefined, job, {
+    return ((await this.renewQuery(job, leaseMs, now, progress).execute()).affected ?? 0) > 0;
+  }
+
+  renewQuery(job: Held, leaseMs: number, now: number, progress?: { processed: number; total: number | null }) {
+    const renewal = this.fencedQuery(undefined, job, {
       job_lease_until: toDbTimestamp(now + leaseMs),
       job_updated_at: toDbTimestamp(now),
       ...(progress ? { job_processed: progress.processed, job_total: progress.total } : {}),
     });
+    return withActiveTenant(renewal);
   }
 
   /** The job's result, with its last progress (a progress report may not have been written yet). */

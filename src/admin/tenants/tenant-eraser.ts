@@ -9,6 +9,7 @@ import { toDbTimestamp } from '../../database/dialect/timestamps';
 import { TENANT_OWNED_TABLES } from '../../database/schema/tenant-owned';
 import { tenantPredicate } from '../../database/scope/tenant-rows';
 import { EXPORT_STORE, type ExportStore } from '../../dataview/download/export-store';
+import { TenantJobs } from '../../jobs/tenant-jobs';
 import type { ErasedTenantDto } from './tenant-lifecycle.api-docs';
 import { TenantEntities } from './tenant-entities';
 import { TenantRecords, type TenantRecord } from './tenant-records';
@@ -23,14 +24,16 @@ export class TenantEraser {
     private readonly entities: TenantEntities,
     private readonly cache: CacheService,
     private readonly clearing: CacheClearService,
+    private readonly jobs: TenantJobs,
     @Inject(EXPORT_STORE) private readonly exports: ExportStore,
   ) {}
 
   /**
    * Erases a tenant (D58). The tenant row is marked deleted first (status -1), so from then on no
-   * request names it; then its entity rows and operational rows are deleted and its configuration
-   * and users archived. Every step is idempotent: an erase that stopped half-way is finished by
-   * running it again.
+   * request names it; then its jobs are stopped, on every instance, and waited for (a running import
+   * commits nothing more: TenantJobs); then its entity rows and operational rows are deleted and its
+   * configuration and users archived. Every step is idempotent: an erase that stopped half-way is
+   * finished by running it again.
    */
   async erase(actor: Actor, id: string, confirm: string): Promise<ErasedTenantDto> {
     const tenant = await this.records.tenant(id);
@@ -48,6 +51,9 @@ export class TenantEraser {
       .where('tnt_id = :id', { id: Number(tenant.id) })
       .execute();
     await this.cache.delete([this.cache.keys.tenant(tenant.id)]);
+    const jobs = await this.jobs.stop(tenant.id);
+    if (jobs.stillHeld > 0)
+      this.logger.warn({ tenantId: tenant.id, ...jobs }, 'Erase: a job of the tenant outlived its lease');
 
     const entities = await this.eraseEntities(tenant);
     const deleted: Record<string, number> = {};

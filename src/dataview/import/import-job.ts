@@ -160,15 +160,18 @@ export class ImportJob implements JobHandler, OnModuleInit {
           cascade: false,
           allOrNone: true,
           dryRun: r.input.dryRun,
-          beforeCommit: (tx) =>
-            this.batches.record(
+          beforeCommit: async (tx) => {
+            // Still this job's, its tenant still active (an erase meanwhile rolls it all back).
+            await r.run.hold(tx.config);
+            await this.batches.record(
               tx.config,
               r.ctx.tenantId,
               r.job.id,
               counts,
               { errors: [], failed: [] },
               Date.now(),
-            ),
+            );
+          },
         },
         async (write) => {
           for await (const rows of batches) {
@@ -240,6 +243,8 @@ export class ImportJob implements JobHandler, OnModuleInit {
         allOrNone: false,
         dryRun: r.input.dryRun,
         beforeCommit: async (tx, outcomes) => {
+          // Per batch: still this job's, its tenant still active (an erase stops it here).
+          await r.run.hold(tx.config);
           const { counts, report } = summarize(number, rows, updates, outcomes, false);
           await this.batches.record(tx.config, r.ctx.tenantId, r.job.id, counts, report, Date.now());
         },
