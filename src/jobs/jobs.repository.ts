@@ -310,7 +310,12 @@ export class JobsRepository {
     return ((await this.renewQuery(job, leaseMs, now, progress).execute()).affected ?? 0) > 0;
   }
 
-  renewQuery(job: Held, leaseMs: number, now: number, progress?: { processed: number; total: number | null }) {
+  renewQuery(
+    job: Held,
+    leaseMs: number,
+    now: number,
+    progress?: { processed: number; total: number | null },
+  ) {
     const renewal = this.fencedQuery(undefined, job, {
       job_lease_until: toDbTimestamp(now + leaseMs),
       job_updated_at: toDbTimestamp(now),
