@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ts from 'typescript';
 
-const README = join(__dirname, '..', 'README.md');
+const ROOT = join(__dirname, '..', '..');
+/** The pages whose TypeScript examples use the client: each compiled as one program. */
+const PAGES = ['client/README.md', 'docs/integrators.md'];
 
 /**
  * What the page leaves to the application (its own functions and values), declared so that the
@@ -12,7 +14,7 @@ const README = join(__dirname, '..', 'README.md');
 const PAGE_OWN = `
 declare const password: string;
 declare const fileInput: HTMLInputElement;
-declare function showLogin(reason: 'unauthorized' | 'signed-out'): void;
+declare function showLogin(reason?: 'unauthorized' | 'signed-out'): void;
 declare function showErrors(errors: Array<{ row: number; field: string | null; error: string }>, file?: string): void;
 declare function showTotal(total: number): void;
 declare function showMore(cursor: string | null): void;
@@ -21,24 +23,25 @@ declare function applyChange(event: 'created' | 'updated' | 'deleted', change: {
 `;
 
 /**
- * client/README.md's TypeScript blocks, in order, as one program: its imports on top, the rest in an
- * async function (the blocks use top-level await), `@mtb/client` mapped to this package's source.
+ * A page's TypeScript blocks, in order, as one program: its imports on top, the rest in an async
+ * function (the blocks use top-level await), `@mtb/client` mapped to this package's source.
  */
-function readmeProgram(): string {
-  const blocks = [...readFileSync(README, 'utf8').matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
-  expect(blocks.length).toBeGreaterThanOrEqual(3);
+function pageProgram(page: string): string {
+  const text = readFileSync(join(ROOT, page), 'utf8');
+  const blocks = [...text.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+  expect({ page, blocks: blocks.length > 0 }).toEqual({ page, blocks: true });
   const lines = blocks.join('\n').split('\n');
   const imports = lines.filter((l) => l.startsWith('import ')).map((l) => l.replace(/ \/\/.*$/, ''));
   const body = lines.filter((l) => !l.startsWith('import '));
   return [...imports, PAGE_OWN, 'export async function readme(): Promise<void> {', ...body, '}'].join('\n');
 }
 
-describe('client/README.md', () => {
-  it('has TypeScript examples that compile against the client with tsc --strict', () => {
+describe("the client's examples in client/README.md and docs/integrators.md", () => {
+  it.each(PAGES)('%s has TypeScript examples that compile against the client with tsc --strict', (page) => {
     const dir = mkdtempSync(join(tmpdir(), 'mtb-client-readme-'));
     try {
       const file = join(dir, 'readme.ts');
-      writeFileSync(file, readmeProgram());
+      writeFileSync(file, pageProgram(page));
       const program = ts.createProgram([file], {
         strict: true,
         noEmit: true,
@@ -54,7 +57,7 @@ describe('client/README.md', () => {
         .getPreEmitDiagnostics(program)
         .map(
           (d) =>
-            `${d.file?.fileName === file ? 'README' : (d.file?.fileName ?? '')}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`,
+            `${d.file?.fileName === file ? page : (d.file?.fileName ?? '')}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`,
         );
       expect(problems).toEqual([]);
     } finally {
