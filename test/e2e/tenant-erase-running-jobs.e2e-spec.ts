@@ -16,7 +16,8 @@ type Rec = Record<string, unknown>;
  */
 const dialect = testDialect();
 const SIZE = dialect === 'sqlite' ? 1 : 2;
-const ROWS = 8000;
+// Enough 500-row batches that the import is still running when the erase's cancel lands.
+const ROWS = 20_000;
 const PASSWORD = 'erase-mid-import passphrase 1';
 
 jest.setTimeout(300_000);
@@ -134,6 +135,7 @@ describe(`Erasing a tenant while its import runs, ${SIZE} process(es) on ${diale
         .join('\n');
     await waitFor(async () => jobLines().includes('"event":"job_stopped"'), 10_000).catch(() => undefined);
     expect(jobLines()).toMatch(new RegExp(`"event":"job_stopped","jobId":${Number(job.id)},`));
+    expect(jobLines()).not.toMatch(/"status":"COMPLETED","committed":true/);
     await new Promise((r) => setTimeout(r, 3000));
     expect(await leftOf(Number(tenantId))).toEqual(none);
 
