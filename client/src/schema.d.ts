@@ -1218,7 +1218,7 @@ export interface paths {
         put?: never;
         /**
          * Import a CSV or XLSX file into an entity as a job (D53); answers 202 with the import
-         * @description The file is a multipart/form-data part named `file` (a `.xlsx` name or the XLSX type is a workbook, anything else CSV), or the whole body (Content-Type text/csv in UTF-8, or the XLSX type); options are query parameters (not form fields). Headers match writable field codes case-blind (spaces, dashes, underscores ignored), or `mapping`. A file larger than IMPORT_MAX_BYTES is 413; a file with more than IMPORT_MAX_ROWS rows fails the job with 413.
+         * @description The file is a multipart/form-data part named `file` (a `.xlsx` name or the XLSX type is a workbook, anything else CSV), or the whole body (Content-Type text/csv in UTF-8, or the XLSX type); any other type (JSON too) is 415. Options are query parameters, or form fields of the multipart body (before or after the file; the same option both ways must agree, else 400). Headers match writable field codes case-blind (spaces, dashes, underscores ignored), or `mapping`. A file larger than IMPORT_MAX_BYTES is 413; a file with more than IMPORT_MAX_ROWS rows fails the job with 413, one beyond a bound of its content (IMPORT_MAX_INFLATED_BYTES, IMPORT_MAX_ZIP_RATIO, IMPORT_MAX_CELL_CHARS, IMPORT_MAX_ROW_CHARS, IMPORT_MAX_SHARED_STRINGS, IMPORT_MAX_SHARED_STRINGS_BYTES) with 400 naming file.
          */
         post: operations["importRecords"];
         delete?: never;

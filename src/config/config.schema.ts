@@ -116,8 +116,20 @@ export interface AppConfig {
    * rows of one bulk write (D51).
    */
   writes: { lockTimeoutMs: number; bulkMaxRows: number };
-  /** Imports (D53): the most data rows and bytes of one file. */
-  imports: { maxRows: number; maxBytes: number };
+  /**
+   * Imports (D53): the most data rows and bytes of one file, and what its content may hold
+   * (issue 34: inflated bytes, zip ratio, cell and row text, shared strings).
+   */
+  imports: {
+    maxRows: number;
+    maxBytes: number;
+    maxInflatedBytes: number;
+    maxRatio: number;
+    maxCellChars: number;
+    maxRowChars: number;
+    maxSharedStrings: number;
+    maxSharedStringsBytes: number;
+  };
   exports: {
     ttlS: number;
     dir: string;
@@ -391,7 +403,16 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): AppConfig
       retryAfterS: v.OVERLOAD_RETRY_AFTER_S(),
     },
     writes: { lockTimeoutMs: v.WRITE_LOCK_TIMEOUT_MS(), bulkMaxRows: v.BULK_MAX_ROWS() },
-    imports: { maxRows: v.IMPORT_MAX_ROWS(), maxBytes: v.IMPORT_MAX_BYTES() },
+    imports: {
+      maxRows: v.IMPORT_MAX_ROWS(),
+      maxBytes: v.IMPORT_MAX_BYTES(),
+      maxInflatedBytes: v.IMPORT_MAX_INFLATED_BYTES(),
+      maxRatio: v.IMPORT_MAX_ZIP_RATIO(),
+      maxCellChars: v.IMPORT_MAX_CELL_CHARS(),
+      maxRowChars: v.IMPORT_MAX_ROW_CHARS(),
+      maxSharedStrings: v.IMPORT_MAX_SHARED_STRINGS(),
+      maxSharedStringsBytes: v.IMPORT_MAX_SHARED_STRINGS_BYTES(),
+    },
     exports: {
       ttlS: v.EXPORT_TTL_S(),
       dir: v.EXPORT_DIR ?? './data/exports',

@@ -299,6 +299,42 @@ export const VARS = {
     default: '20971520',
     min: 1,
   }),
+  IMPORT_MAX_INFLATED_BYTES: int('IMPORT_MAX_INFLATED_BYTES', {
+    description:
+      'Most bytes an XLSX import file may inflate to, all its zip entries together (issue 34); more fails the import (400 naming file)',
+    default: '268435456',
+    min: 1,
+  }),
+  IMPORT_MAX_ZIP_RATIO: int('IMPORT_MAX_ZIP_RATIO', {
+    description:
+      'Most times a zip entry of an XLSX import file may inflate its compressed size, checked once it passed 1 MiB; more fails the import',
+    default: '100',
+    min: 1,
+  }),
+  IMPORT_MAX_CELL_CHARS: int('IMPORT_MAX_CELL_CHARS', {
+    description:
+      "Longest cell of an import file in characters (Excel's own limit); longer fails the import. An XLSX cell, tag or text may take 16 bytes of XML per character",
+    default: '32767',
+    min: 1,
+  }),
+  IMPORT_MAX_ROW_CHARS: int('IMPORT_MAX_ROW_CHARS', {
+    description:
+      'Longest row of an import file in characters (a CSV record, an XLSX row: 16 bytes of XML per character); longer fails the import',
+    default: '1048576',
+    min: 1,
+  }),
+  IMPORT_MAX_SHARED_STRINGS: int('IMPORT_MAX_SHARED_STRINGS', {
+    description:
+      'Most entries of the shared-string table of an XLSX import file (held in memory); more fails the import',
+    default: '2000000',
+    min: 1,
+  }),
+  IMPORT_MAX_SHARED_STRINGS_BYTES: int('IMPORT_MAX_SHARED_STRINGS_BYTES', {
+    description:
+      'Most inflated bytes of the shared-string table of an XLSX import file, and of any other part read whole (styles, workbook); more fails the import',
+    default: '104857600',
+    min: 1,
+  }),
   EXPORT_TTL_S: int('EXPORT_TTL_S', {
     description: 'How long exports stay downloadable (D32)',
     default: '3600',

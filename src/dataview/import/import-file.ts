@@ -1,9 +1,15 @@
 import { parse } from 'csv-parse';
 import type ExcelJSModule from 'exceljs';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { AppError, ValidationError } from '../../common/errors/app-error';
 import { lazyModule } from '../../common/lazy-module';
 import { startsFormula } from '../export/export-model';
+import { scanXlsx, type XlsxBounds, XlsxBoundError } from './xlsx-guard';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on the first XLSX import
 const exceljs = lazyModule<typeof ExcelJSModule>(() => require('exceljs'));
@@ -19,21 +25,74 @@ export interface FileRow {
   cells: Cell[];
 }
 
+/** The bounds of what an import file may hold (issue 34 #1); the variables' defaults until configured. */
+export type ImportFileBounds = XlsxBounds;
+
+export const DEFAULT_FILE_BOUNDS: ImportFileBounds = {
+  maxInflatedBytes: 268_435_456,
+  maxRatio: 100,
+  maxCellChars: 32_767,
+  maxRowChars: 1_048_576,
+  maxSharedStrings: 2_000_000,
+  maxSharedStringsBytes: 104_857_600,
+};
+
+let bounds: ImportFileBounds = DEFAULT_FILE_BOUNDS;
+
+/**
+ * Sets the bounds from the configuration (IMPORT_MAX_*), once at start (the import controller does):
+ * the job that reads the rows hands over only the stream.
+ */
+export function configureFileBounds(configured: ImportFileBounds): void {
+  bounds = configured;
+}
+
 function badFile(reason: string): ValidationError {
   return new ValidationError(`The file cannot be read: ${reason}`, [{ field: 'file', error: reason }]);
 }
 
-/** Rows of a CSV file, streamed (csv-parse): a BOM is dropped, a ragged row fails the file. */
+/** A cell or row of text beyond its bound: the file fails, naming the line and the variable. */
+function checkText(row: number, cells: Cell[]): void {
+  let chars = 0;
+  for (const cell of cells) {
+    if (typeof cell !== 'string') continue;
+    if (cell.length > bounds.maxCellChars)
+      throw badFile(
+        `row ${row} has a cell longer than ${bounds.maxCellChars} characters (IMPORT_MAX_CELL_CHARS)`,
+      );
+    chars += cell.length;
+  }
+  if (chars > bounds.maxRowChars)
+    throw badFile(`row ${row} is longer than ${bounds.maxRowChars} characters (IMPORT_MAX_ROW_CHARS)`);
+}
+
+/**
+ * Rows of a CSV file, streamed (csv-parse): a BOM is dropped, a ragged row fails the file. The
+ * parser holds at most IMPORT_MAX_ROW_CHARS characters of a record (max_record_size).
+ */
 async function* csvRows(body: Readable): AsyncGenerator<FileRow> {
-  const parser = body.pipe(parse({ bom: true, skip_empty_lines: true, relax_column_count: false }));
+  const parser = body.pipe(
+    parse({
+      bom: true,
+      skip_empty_lines: true,
+      relax_column_count: false,
+      max_record_size: bounds.maxRowChars,
+    }),
+  );
   let row = 0;
   try {
     for await (const record of parser as AsyncIterable<string[]>) {
       row++;
+      checkText(row, record);
       yield { row, cells: record };
     }
   } catch (err) {
     if (err instanceof AppError) throw err;
+    const csvError = err as { code?: unknown; records?: unknown };
+    if (csvError.code === 'CSV_MAX_RECORD_SIZE')
+      throw badFile(
+        `row ${Number(csvError.records ?? row) + 1} is longer than ${bounds.maxRowChars} characters (IMPORT_MAX_ROW_CHARS)`,
+      );
     const message = err instanceof Error ? err.message : 'unreadable CSV';
     throw badFile(message.replace(/\s+/g, ' ').slice(0, 200));
   } finally {
@@ -65,8 +124,31 @@ function isBold(r: ExcelJSModule.Row): boolean {
   return bold;
 }
 
-/** Rows of the first worksheet of an XLSX file, streamed (exceljs' WorkbookReader). */
+/**
+ * Rows of the first worksheet of an XLSX file, streamed (exceljs' WorkbookReader). The file is
+ * first copied to a private temporary file and scanned there against the bounds (xlsx-guard.ts):
+ * exceljs reads only a workbook that passed, from that copy.
+ */
 async function* xlsxRows(body: Readable): AsyncGenerator<FileRow> {
+  let dir: string | undefined;
+  try {
+    dir = await mkdtemp(join(tmpdir(), 'import-xlsx-'));
+    const copy = join(dir, 'file.xlsx');
+    await pipeline(body, createWriteStream(copy));
+    try {
+      await scanXlsx(createReadStream(copy), bounds);
+    } catch (err) {
+      if (err instanceof XlsxBoundError) throw badFile(err.message);
+      throw badFile('not an XLSX workbook');
+    }
+    yield* workbookRows(createReadStream(copy));
+  } finally {
+    body.destroy();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function* workbookRows(body: Readable): AsyncGenerator<FileRow> {
   const reader = new (exceljs().stream.xlsx.WorkbookReader)(body, {
     sharedStrings: 'cache',
     hyperlinks: 'ignore',
@@ -81,6 +163,7 @@ async function* xlsxRows(body: Readable): AsyncGenerator<FileRow> {
         if (cells.every((c) => c === null || c === '')) continue;
         // The export's totals row (D48 exports write it bold, after the data) is not data.
         if (r.number > 1 && isBold(r)) continue;
+        checkText(r.number, cells);
         yield { row: r.number, cells };
       }
       return; // the first worksheet only

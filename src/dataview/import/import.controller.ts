@@ -9,7 +9,6 @@ import {
   ApiTags,
   ApiOkResponse,
 } from '@nestjs/swagger';
-import type { MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -20,99 +19,32 @@ import {
   CurrentUser,
   RequireFeature,
 } from '../../common/decorators/context.decorators';
-import { AppError, AuthorizationError, ValidationError } from '../../common/errors/app-error';
+import { AppError, AuthorizationError } from '../../common/errors/app-error';
+import type { AppConfig } from '../../config/config.schema';
+import { InjectConfig } from '../../config/inject-config.decorator';
 import { ApiErrors } from '../../common/http/api-docs';
 import type { Actor, AuthUser, TenantContext } from '../../common/request-context';
+import type { RecordContext } from '../../records/record-context';
 import { JobsService } from '../../jobs/jobs.service';
 import { assertCanPerform } from '../../profile/access/can-perform';
 import { RecordContextFactory } from '../../records/record-context.factory';
 import { Inject } from '@nestjs/common';
 import { EXPORT_STORE, type ExportStore } from '../download/export-store';
-import { FileCheck, type ImportFormat } from './import-file';
+import { configureFileBounds, FileCheck, type ImportFormat } from './import-file';
 import { IMPORT_FEATURES, IMPORT_JOB_KIND, type ImportJobInput } from './import-input';
+import {
+  badMultipart,
+  importOptions,
+  importOptionsOf,
+  type ImportOptions,
+  multipartError,
+  nextFile,
+  unsupportedImportType,
+  XLSX_TYPE,
+} from './import-upload';
 import { upsertKey } from './import-rows';
 import { importJobView, type ImportJobView } from './import-job-view';
 import { IMPORT_ID_PARAM, IMPORT_JOB_ANSWER_SCHEMA } from './import.api-docs';
-
-const XLSX_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
-
-function flag(name: string, value: string | undefined): boolean {
-  if (value === undefined || value === '' || value === 'false') return false;
-  if (value === 'true') return true;
-  throw new ValidationError('Validation failed', [{ field: name, error: 'must be true or false' }]);
-}
-
-/** The options of an import, from the query string (D53). */
-export function importOptions(
-  query: Record<string, string | undefined>,
-): Omit<ImportJobInput, 'entityCode' | 'fileId' | 'format'> {
-  const mode = query.mode ?? 'create';
-  if (mode !== 'create' && mode !== 'upsert')
-    throw new ValidationError('Validation failed', [{ field: 'mode', error: 'must be create or upsert' }]);
-  const onError = query.onError ?? 'abort';
-  if (onError !== 'abort' && onError !== 'skip')
-    throw new ValidationError('Validation failed', [{ field: 'onError', error: 'must be abort or skip' }]);
-  let mapping: Record<string, string | null> = {};
-  if (query.mapping !== undefined) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(query.mapping);
-    } catch {
-      parsed = undefined;
-    }
-    if (
-      !parsed ||
-      typeof parsed !== 'object' ||
-      Array.isArray(parsed) ||
-      !Object.values(parsed).every((v) => v === null || typeof v === 'string')
-    )
-      throw new ValidationError('Validation failed', [
-        { field: 'mapping', error: 'must be a JSON object of column → field code (or null)' },
-      ]);
-    mapping = parsed as Record<string, string | null>;
-  }
-  if (mode === 'upsert' && !query.key)
-    throw new ValidationError('Validation failed', [{ field: 'key', error: 'is required for upsert' }]);
-  return {
-    mode,
-    ...(mode === 'upsert' ? { key: query.key } : {}),
-    dryRun: flag('dryRun', query.dryRun),
-    onError,
-    mapping,
-  };
-}
-
-/** The multipart body's `file` part (D53): exactly one, with no other field (options are query parameters). */
-async function multipartFile(request: FastifyRequest): Promise<MultipartFile> {
-  let part: MultipartFile | undefined;
-  try {
-    part = await request.file();
-  } catch (err) {
-    throw fileTooLarge(err) ?? badMultipart('the multipart body cannot be read');
-  }
-  if (!part || part.fieldname !== 'file') {
-    part?.file.destroy();
-    throw badMultipart('send the file as the multipart part named file');
-  }
-  const fields = Object.keys(part.fields).filter((name) => name !== 'file');
-  if (fields.length > 0) {
-    part.file.destroy();
-    throw badMultipart(`options are query parameters, not form fields (${fields.join(', ')})`);
-  }
-  return part;
-}
-
-function badMultipart(reason: string): ValidationError {
-  return new ValidationError('Validation failed', [{ field: 'file', error: reason }]);
-}
-
-/** @fastify/multipart's limit errors as 413 PAYLOAD_TOO_LARGE (IMPORT_MAX_BYTES), else undefined. */
-function fileTooLarge(err: unknown): AppError | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === 'FST_REQ_FILE_TOO_LARGE'
-    ? new AppError('PAYLOAD_TOO_LARGE', 'The file is larger than IMPORT_MAX_BYTES')
-    : undefined;
-}
 
 /**
  * Imports (D53): `POST /api/v1/{entity_code}/imports` takes the file as the body (`text/csv` or
@@ -128,7 +60,12 @@ export class ImportController {
     private readonly jobs: JobsService,
     private readonly contexts: RecordContextFactory,
     @Inject(EXPORT_STORE) private readonly store: ExportStore,
-  ) {}
+    @InjectConfig() config: AppConfig,
+  ) {
+    // The rows of a file are read by the job, which hands over the stream only: the bounds of what
+    // a file may hold (IMPORT_MAX_*) are set once here.
+    configureFileBounds(config.imports);
+  }
 
   @Post(':entity_code/imports')
   @HttpCode(202)
@@ -138,9 +75,11 @@ export class ImportController {
     summary: 'Import a CSV or XLSX file into an entity as a job (D53); answers 202 with the import',
     description:
       'The file is a multipart/form-data part named `file` (a `.xlsx` name or the XLSX type is a workbook, anything else CSV), ' +
-      'or the whole body (Content-Type text/csv in UTF-8, or the XLSX type); options are query parameters (not form fields). ' +
+      'or the whole body (Content-Type text/csv in UTF-8, or the XLSX type); any other type (JSON too) is 415. ' +
+      'Options are query parameters, or form fields of the multipart body (before or after the file; the same option both ways must agree, else 400). ' +
       'Headers match writable field codes case-blind (spaces, dashes, underscores ignored), or `mapping`. ' +
-      'A file larger than IMPORT_MAX_BYTES is 413; a file with more than IMPORT_MAX_ROWS rows fails the job with 413.',
+      'A file larger than IMPORT_MAX_BYTES is 413; a file with more than IMPORT_MAX_ROWS rows fails the job with 413, ' +
+      'one beyond a bound of its content (IMPORT_MAX_INFLATED_BYTES, IMPORT_MAX_ZIP_RATIO, IMPORT_MAX_CELL_CHARS, IMPORT_MAX_ROW_CHARS, IMPORT_MAX_SHARED_STRINGS, IMPORT_MAX_SHARED_STRINGS_BYTES) with 400 naming file.',
   })
   @ApiParam({ name: 'entity_code', example: 'customers' })
   @ApiQuery({ name: 'mode', required: false, schema: { type: 'string', enum: ['create', 'upsert'] } })
@@ -177,7 +116,9 @@ export class ImportController {
     @CurrentActor() actor: Actor,
     @Param('entity_code') entityCode: string,
   ): Promise<ImportJobView> {
-    const options = importOptions(query);
+    const multipart = request.isMultipart();
+    // A multipart body may carry options as form fields, read with the file (see storeFile).
+    if (!multipart) importOptions(query);
     const ctx = await this.contexts.fromIds({
       tenantId: actor.tenantId,
       userId: actor.user.userId,
@@ -190,11 +131,7 @@ export class ImportController {
         `Entity ${entityCode} is served by an unsupported database type (D26)`,
       );
     assertCanPerform('create', ctx);
-    if (options.mode === 'upsert') {
-      assertCanPerform('update', ctx);
-      upsertKey(ctx, options.key);
-    }
-    const { fileId, format } = await this.storeFile(request, actor, entityCode);
+    const { fileId, format, options } = await this.storeFile(request, actor, ctx, query);
     const input: ImportJobInput = { entityCode: ctx.entity.code, fileId, format, ...options };
     const job = await this.jobs.enqueue({
       tenantId: actor.tenantId,
@@ -210,46 +147,64 @@ export class ImportController {
    * Stores the file as it streams in, checked on the way (FileCheck): a multipart `file` part (the
    * XLSX type or a `.xlsx` name is a workbook, anything else CSV), or the raw body (already read,
    * up to IMPORT_MAX_BYTES). A file beyond IMPORT_MAX_BYTES is 413 and nothing is kept.
+   *
+   * The options are settled inside the store's write (issue 34 #6): a multipart body is read to its
+   * end — the form fields after the file too — before they are, so a field's place never matters,
+   * and options that fail (400, 403) discard the stored file.
    */
   private async storeFile(
     request: FastifyRequest,
     actor: Actor,
-    entityCode: string,
-  ): Promise<{ fileId: string; format: ImportFormat }> {
+    ctx: RecordContext,
+    query: Record<string, string | undefined>,
+  ): Promise<{ fileId: string; format: ImportFormat; options: ImportOptions }> {
     let format: ImportFormat;
     let source: Readable;
     let truncated = () => false;
+    const form: Record<string, string> = {};
+    let rest: () => Promise<void> = async () => undefined;
     if (request.isMultipart()) {
-      const part = await multipartFile(request);
+      const parts = request.parts()[Symbol.asyncIterator]();
+      const part = await nextFile(parts, form);
+      if (!part) throw badMultipart('send the file as the multipart part named file');
       format = part.mimetype.startsWith(XLSX_TYPE) || /\.xlsx$/i.test(part.filename) ? 'xlsx' : 'csv';
       source = part.file;
       // Busboy stops a file at IMPORT_MAX_BYTES (truncated): the stored copy is then dropped, 413.
       truncated = () => part.file.truncated;
+      rest = async () => {
+        if (await nextFile(parts, form)) throw multipartError({ code: 'FST_FILES_LIMIT' });
+      };
     } else {
       const body = request.body;
-      if (!Buffer.isBuffer(body))
-        throw new ValidationError('Validation failed', [
-          {
-            field: 'file',
-            error: 'send the file as the body (text/csv or XLSX) or as a multipart file part',
-          },
-        ]);
+      if (!Buffer.isBuffer(body)) {
+        if (request.headers['content-type'] !== undefined) throw unsupportedImportType();
+        throw badMultipart('send the file as the body (text/csv or XLSX) or as a multipart file part');
+      }
       format = String(request.headers['content-type'] ?? '').startsWith(XLSX_TYPE) ? 'xlsx' : 'csv';
       source = Readable.from([body]);
     }
+    let options: ImportOptions = importOptions({});
     try {
       const fileId = await this.store.save(
         {
           tenantId: actor.tenantId,
-          filename: `${entityCode}-import.${format}`,
+          filename: `${ctx.entity.code}-import.${format}`,
           contentType: format === 'csv' ? 'text/csv' : XLSX_TYPE,
           createdBy: actor.user.userId,
         },
-        (out) => pipeline(source, new FileCheck(format, truncated), out),
+        async (out) => {
+          await pipeline(source, new FileCheck(format, truncated), out);
+          await rest();
+          options = importOptionsOf(query, form);
+          if (options.mode === 'upsert') {
+            assertCanPerform('update', ctx);
+            upsertKey(ctx, options.key);
+          }
+        },
       );
-      return { fileId, format };
+      return { fileId, format, options };
     } catch (err) {
-      throw fileTooLarge(err) ?? err;
+      throw /^FST_/.test(String((err as { code?: unknown } | null)?.code)) ? multipartError(err) : err;
     } finally {
       source.destroy();
     }
