@@ -58,6 +58,7 @@ export function exitGracefullyOnSignals(app: NestFastifyApplication, config: App
           connectionsAtSignal: drain.connectionsAtSignal,
           servedDuringDrain: drain.inFlightAtSignal + drain.admitted,
           refusedDuringDrain: drain.refused,
+          cutShortDuringDrain: drain.cutShort,
           forcedConnections: drain.forced,
         },
         'shutdown complete',

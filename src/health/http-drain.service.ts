@@ -1,7 +1,10 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { NotReadyError } from '../common/errors/app-error';
+import { errorBody } from '../common/http/envelope';
 
 /** What the drain did; logged in the "shutdown complete" line. */
 export interface DrainReport {
@@ -13,6 +16,11 @@ export interface DrainReport {
   admitted: number;
   /** Requests that arrived during the drain, answered 503 NOT_READY with Connection: close. */
   refused: number;
+  /**
+   * Requests still running when SHUTDOWN_DRAIN_MS ran out whose answer had not begun (a slow
+   * export, an upload still arriving): answered 503 NOT_READY instead of a reset connection.
+   */
+  cutShort: number;
   /** Connections still busy when SHUTDOWN_DRAIN_MS ran out, destroyed. */
   forced: number;
   durationMs: number;
@@ -22,6 +30,9 @@ type Phase = 'serving' | 'admitting' | 'refusing';
 
 /** Turns of the event loop after the signal in which requests are still admitted (see drain). */
 const GRACE_TURNS = 3;
+
+/** How long the drain's 503s for unfinished requests may take to be written (loopback: microseconds). */
+const ANSWER_FLUSH_MS = 200;
 
 /** How often the drain looks whether an answer is still under way. */
 const POLL_MS = 10;
@@ -53,14 +64,19 @@ function responseOf(socket: Socket): ServerResponse | undefined {
  * 3. then closes the idle keep-alive connections (nothing is left unread on them) and answers
  *    every later request, on any connection, 503 NOT_READY with `Connection: close` — the
  *    listener stays open, so a late connection gets that answer instead of a reset;
- * 4. waits until no answer is under way (at most SHUTDOWN_DRAIN_MS; connections still busy then
- *    are destroyed and counted), then closes the listener.
+ * 4. waits until no answer is under way, at most SHUTDOWN_DRAIN_MS; a request still running then
+ *    whose answer has not begun (a synchronous export longer than the drain) is answered 503
+ *    NOT_READY with `Connection: close` — a complete answer, not a reset (issue 34 #14); an
+ *    answer already streaming cannot be, and its connection is destroyed and counted; then the
+ *    listener closes.
  *
  * Workers and pools are stopped afterwards, by the application's own shutdown (main.ts).
  */
 @Injectable()
 export class HttpDrainService implements OnModuleInit {
   private readonly sockets = new Set<Socket>();
+  /** The replies of the requests under way (Fastify's, so the 503 goes through its hooks: CORS). */
+  private readonly replies = new Set<FastifyReply>();
   private phase: Phase = 'serving';
   private admitted = 0;
   private refused = 0;
@@ -76,6 +92,13 @@ export class HttpDrainService implements OnModuleInit {
     server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));
+    });
+    // A bare Node server (the unit test's) has no Fastify: its requests are never answered early.
+    const fastify = this.adapterHost.httpAdapter.getInstance?.<FastifyInstance>();
+    fastify?.addHook('onRequest', (_request, reply, done) => {
+      this.replies.add(reply);
+      reply.raw.once('close', () => this.replies.delete(reply));
+      done();
     });
   }
 
@@ -119,15 +142,48 @@ export class HttpDrainService implements OnModuleInit {
     while (Date.now() < deadline && this.busy().length > 0) {
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
-    const forced = await this.closeListener(deadline);
+    const cutShort = await this.answerUnfinished();
+    const forced = await this.closeListener(Math.max(deadline, Date.now() + ANSWER_FLUSH_MS));
     return {
       connectionsAtSignal,
       inFlightAtSignal,
       admitted: this.admitted,
       refused: this.refused,
+      cutShort,
       forced,
       durationMs: Date.now() - started,
     };
+  }
+
+  /**
+   * Answers 503 NOT_READY (Connection: close) every request still running whose answer has not
+   * begun, and waits (at most ANSWER_FLUSH_MS) until those answers are written. The handler goes
+   * on until the application closes; its own answer, later, finds the reply sent and is dropped.
+   */
+  private async answerUnfinished(): Promise<number> {
+    const unfinished = [...this.replies].filter((reply) => !reply.sent && !reply.raw.headersSent);
+    const err = new NotReadyError({ shuttingDown: true }, true);
+    const written = unfinished.map(
+      (reply) =>
+        new Promise<void>((resolve) => {
+          reply.raw.once('close', resolve);
+          reply.raw.once('finish', resolve);
+          void reply
+            .code(503)
+            .headers(err.headers)
+            .header('connection', 'close')
+            .send(
+              errorBody(
+                err.code,
+                'Service is shutting down: this request did not finish within the shutdown drain (SHUTDOWN_DRAIN_MS); retry it',
+                err.details,
+                reply.request.id,
+              ),
+            );
+        }),
+    );
+    await Promise.race([Promise.all(written), new Promise((r) => setTimeout(r, ANSWER_FLUSH_MS))]);
+    return unfinished.length;
   }
 
   /** Connections writing an answer now. */
