@@ -32,7 +32,40 @@ class CountingJob implements JobHandler, OnModuleInit {
   }
 }
 
-@Module({ imports: [JobsModule], providers: [CountingJob] })
+const BATCHES_KIND = 'test.batches';
+/** Batches each job of the batches kind got past its hold, by job id. */
+const held = new Map<number, number>();
+
+/** A job kind of this test only: 400 batches, each checked by the per-batch hold, 10 ms apart. */
+@Injectable()
+class BatchesJob implements JobHandler, OnModuleInit {
+  readonly kind = BATCHES_KIND;
+  readonly concurrency = 4;
+  readonly maxAttempts = 3;
+  constructor(
+    private readonly worker: JobWorker,
+    private readonly database: DatabaseService,
+  ) {}
+  onModuleInit(): void {
+    this.worker.register(this);
+  }
+  async run(job: ClaimedJob, run: JobRun): Promise<unknown> {
+    for (let i = 1; i <= 400; i++) {
+      const qr = this.database.dataSource.createQueryRunner();
+      try {
+        await run.hold(qr);
+      } finally {
+        await qr.release();
+      }
+      held.set(job.id, i);
+      await run.progress(i, 400);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return { batches: 400 };
+  }
+}
+
+@Module({ imports: [JobsModule], providers: [CountingJob, BatchesJob] })
 class CountingJobModule {}
 
 const text = (v: unknown) => (Buffer.isBuffer(v) ? v.toString('utf8') : typeof v === 'string' ? v : '');
@@ -77,6 +110,19 @@ describe(`The poison-job rule on ${dialect} (issue 34 #1)`, () => {
          job_lease_owner, job_lease_until, job_created_at, job_started_at, job_updated_at)
        VALUES (${tenant}, '${KIND}', '${status}', '${marker}', ${processed}, ${attempts}, ${owner}, ${lease},
          ${past}, ${state === 'crashed' ? past : 'NULL'}, ${past})`,
+    );
+    const [{ id }] = await ds.query<Rec[]>(
+      `SELECT job_id AS id FROM app_jobs WHERE job_request_id = '${marker}'`,
+    );
+    return Number(id);
+  }
+
+  async function queued(tenant: string, kind: string): Promise<number> {
+    const marker = `batches-${Math.random().toString(36).slice(2)}`;
+    await ds.query(
+      `INSERT INTO app_jobs (job_tenant_id, job_kind, job_status, job_request_id, job_processed, job_attempts,
+         job_created_at, job_updated_at)
+       VALUES (${tenant}, '${kind}', 'PENDING', '${marker}', 0, 0, '2026-01-01 00:00:00.000', '2026-01-01 00:00:00.000')`,
     );
     const [{ id }] = await ds.query<Rec[]>(
       `SELECT job_id AS id FROM app_jobs WHERE job_request_id = '${marker}'`,
@@ -131,6 +177,29 @@ describe(`The poison-job rule on ${dialect} (issue 34 #1)`, () => {
     expect(again).toMatchObject({ status: 'COMPLETED' });
     expect(Number(again.attempts)).toBe(1);
     expect(runs.get(released)).toBe(1);
+  });
+
+  it("should stop a running job at its next batch once its tenant is no longer active, and only that tenant's", async () => {
+    const globex = await queued(TENANT.globex, BATCHES_KIND);
+    const acme = await queued(TENANT.acme, BATCHES_KIND);
+    await waitFor(async () => (held.get(globex) ?? 0) >= 3 && (held.get(acme) ?? 0) >= 3, 30_000, 10);
+    // Archived (as an erase also does first): its job fails at its next hold or progress write.
+    await ds.query(`UPDATE app_tenants SET tnt_status = 0 WHERE tnt_id = ${TENANT.globex}`);
+    try {
+      let row: Rec = {};
+      await waitFor(async () => (row = await jobRow(globex)).status === 'FAILED', 10_000, 20);
+      expect(errorOf(row)).toEqual({ code: 'FORBIDDEN', message: 'Tenant is not active' });
+      expect(row.owner).toBeNull();
+      const stoppedAt = held.get(globex)!;
+      expect(stoppedAt).toBeLessThan(400);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(held.get(globex)).toBe(stoppedAt);
+      // Another tenant's job of the same kind runs on to its end.
+      await waitFor(async () => (await jobRow(acme)).status === 'COMPLETED', 30_000, 50);
+      expect(held.get(acme)).toBe(400);
+    } finally {
+      await ds.query(`UPDATE app_tenants SET tnt_status = 1 WHERE tnt_id = ${TENANT.globex}`);
+    }
   });
 });
 
