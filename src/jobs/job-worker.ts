@@ -217,7 +217,7 @@ export class JobWorker implements OnApplicationBootstrap, BeforeApplicationShutd
     active.done = requestScope
       .run(scope, () => this.execute(active))
       // Whatever happened, the claim lets go of a row that still names it (a cancelled one keeps
-      // its owner until then: a tenant erase waits for that, JobsService.stopTenant).
+      // its owner until then: a tenant erase waits for that, TenantJobs.stop).
       .finally(() => this.holds.letGo(job))
       .catch((err: unknown) => this.reportError(err))
       .finally(() => {
