@@ -967,6 +967,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Stored secrets per encryption key id: the state of a key rotation (counts only)
+         * @description Needs admin:system. For each kind of stored secret (external connection strings, webhook signing secrets): values per accepted key id (current first), legacy enc:v1 values, unreadable values, and how many npm run keys:rotate would re-encrypt.
+         */
+        get: operations["getKeyStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhooks": {
         parameters: {
             query?: never;
@@ -1709,6 +1729,68 @@ export interface components {
              * @example umbrella
              */
             confirm: string;
+        };
+        KeyCountDto: {
+            /**
+             * @description Key id: the first 8 hex of the SHA-256 of the key
+             * @example 5d1b9a0c
+             */
+            kid: string;
+            /**
+             * @description The current key (encrypts); else a previous one (read only)
+             * @example true
+             */
+            current: boolean;
+            /** @example 12 */
+            count: number;
+        };
+        StoredSecretStatusDto: {
+            /**
+             * @description connections (external connection strings) or webhookSecrets
+             * @example connections
+             */
+            kind: string;
+            /** @example app_connections.con_connection_string */
+            column: string;
+            /**
+             * @description Rows of every tenant
+             * @example 13
+             */
+            total: number;
+            /** @example 0 */
+            empty: number;
+            /** @description Values per accepted key, the current key first (0 when none is under it) */
+            keys: components["schemas"]["KeyCountDto"][];
+            /**
+             * @description enc:v1 values (no key id) that an accepted key reads
+             * @example 1
+             */
+            legacy: number;
+            /**
+             * @description Values no accepted key reads
+             * @example 0
+             */
+            unreadable: number;
+            /**
+             * @description What npm run keys:rotate would re-encrypt: values under a previous key, and legacy ones
+             * @example 1
+             */
+            toRotate: number;
+        };
+        KeyStatusDto: {
+            /**
+             * @description The current CONNECTION_ENCRYPTION_KEY id
+             * @example 5d1b9a0c
+             */
+            currentKid: string;
+            /**
+             * @description Ids of CONNECTION_ENCRYPTION_KEY_PREVIOUS
+             * @example [
+             *       "9a0c44e1"
+             *     ]
+             */
+            previousKids: string[];
+            storedSecrets: components["schemas"]["StoredSecretStatusDto"][];
         };
         /**
          * Customers
@@ -10688,6 +10770,119 @@ export interface operations {
             };
             /** @description UNSUPPORTED_MEDIA_TYPE: The body is not application/json (UTF-8) */
             415: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description RATE_LIMITED: Too many requests (Retry-After) */
+            429: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description SERVICE_ERROR: Unexpected error (logged; never a raw database error) */
+            500: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_READY: Service still starting (readiness gate; Retry-After); OVERLOADED: Shedding load under event-loop pressure (Retry-After); DATABASE_UNAVAILABLE: The database cannot be reached (Retry-After) */
+            503: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+        };
+    };
+    getKeyStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope (D16) */
+            200: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    /** @description Requests left to the tenant in the current rate-limit window (authenticated routes, D39) */
+                    "x-ratelimit-remaining"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @example true
+                         * @enum {boolean}
+                         */
+                        success: true;
+                        data: components["schemas"]["KeyStatusDto"];
+                        meta: components["schemas"]["MetaDto"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: Bad input (details list the fields) */
+            400: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description UNAUTHORIZED: Token missing; TOKEN_INVALID: Token invalid, or its user no longer active; TOKEN_EXPIRED: Token expired; TOKEN_REVOKED: Token revoked (logout, role change) */
+            401: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description FORBIDDEN: Authenticated but not allowed (permission, inactive tenant); TENANT_MISMATCH: The token belongs to another tenant than the x-tenant-id header */
+            403: {
+                headers: {
+                    /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
+                    "x-request-id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelopeDto"];
+                };
+            };
+            /** @description NOT_FOUND: Not found */
+            404: {
                 headers: {
                     /** @description The request id (D19): the x-request-id sent, when sane, else a generated UUID */
                     "x-request-id": string;

@@ -5,6 +5,7 @@ import { RegistryModule } from '../registry/registry.module';
 import { JobsModule } from '../jobs/jobs.module';
 import { RecordsModule } from '../records/records.module';
 import { TenantModule } from '../tenant/tenant.module';
+import { KeyStatusController } from './keys/key-status.controller';
 import { TenantEntities } from './tenants/tenant-entities';
 import { TenantExportJob } from './tenants/tenant-export.job';
 import { TenantLifecycleController } from './tenants/tenant-lifecycle.controller';
@@ -14,10 +15,10 @@ import { TenantLifecycleService } from './tenants/tenant-lifecycle.service';
 import { TenantRecords } from './tenants/tenant-records';
 import { TenantUsageReport } from './tenants/tenant-usage-report';
 
-/** Operating many tenants (D58): the tenant lifecycle routes. */
+/** Operating many tenants (D58): the tenant lifecycle routes; the key rotation status (D57). */
 @Module({
   imports: [TenantModule, RegistryModule, CatalogModule, DataviewModule, JobsModule, RecordsModule],
-  controllers: [TenantLifecycleController],
+  controllers: [TenantLifecycleController, KeyStatusController],
   providers: [
     TenantRecords,
     TenantEntities,

@@ -4,6 +4,7 @@ import {
   decryptConnectionString,
   encryptConnectionString,
   needsReencryption,
+  storedKeyId,
   type SecretPurpose,
 } from '../connections/connection-string.crypto';
 
@@ -12,6 +13,8 @@ import {
  * keys:rotate` walks them all; a new kind of stored secret adds its line here.
  */
 export interface StoredSecretColumn {
+  /** What the secrets are, as GET /api/v1/admin/keys names them. */
+  kind: string;
   table: string;
   /** The row's integer primary key. */
   key: string;
@@ -22,12 +25,19 @@ export interface StoredSecretColumn {
 
 export const STORED_SECRET_COLUMNS: readonly StoredSecretColumn[] = [
   {
+    kind: 'connections',
     table: 'app_connections',
     key: 'con_id',
     column: 'con_connection_string',
     purpose: 'mtb:app_connections:v1',
   },
-  { table: 'app_webhooks', key: 'whk_id', column: 'whk_secret', purpose: 'mtb:app_webhooks:v1' },
+  {
+    kind: 'webhookSecrets',
+    table: 'app_webhooks',
+    key: 'whk_id',
+    column: 'whk_secret',
+    purpose: 'mtb:app_webhooks:v1',
+  },
 ];
 
 export interface RotationCounts {
@@ -125,4 +135,64 @@ export async function rotateStoredSecrets(
     all.set(target, await rotateColumn(ds, target, keys, (c) => progress(target, c)));
   }
   return all;
+}
+
+/** How one column's stored secrets stand against the key ring (GET /api/v1/admin/keys). */
+export interface KeyIdCounts {
+  /** Non-empty values per key id (`enc:v2:<kid>:…`) among the accepted keys. */
+  byKey: Record<string, number>;
+  /** `enc:v1:` values (no key id) that an accepted key decrypts: keys:rotate rewrites them. */
+  legacy: number;
+  /** Values no accepted key reads (an unknown key id, a wrong key, a malformed value). */
+  unreadable: number;
+  empty: number;
+  total: number;
+}
+
+/**
+ * Counts one column's values by the key id they name — the reading keys:rotate does (storedKeyId),
+ * without writing anything. Like the rotation, an operator's pass over every tenant's rows; only
+ * counts leave it, never a value.
+ */
+export async function countKeyIds(
+  ds: DataSource,
+  target: StoredSecretColumn,
+  keys: KeyRing,
+): Promise<KeyIdCounts> {
+  const counts: KeyIdCounts = { byKey: {}, legacy: 0, unreadable: 0, empty: 0, total: 0 };
+  const accepted = new Set(keys.all.map((k) => k.id));
+  let after = 0;
+  for (;;) {
+    const rows = await ds
+      .createQueryBuilder()
+      .select(`t.${target.key}`, 'id')
+      .addSelect(`t.${target.column}`, 'value')
+      .from(target.table, 't')
+      .where(`t.${target.key} > :after`, { after })
+      .orderBy(`t.${target.key}`, 'ASC')
+      .limit(BATCH)
+      .getRawMany<{ id: number | string; value: string | null }>();
+    if (rows.length === 0) return counts;
+    for (const row of rows) {
+      after = Number(row.id);
+      counts.total++;
+      const stored = typeof row.value === 'string' ? row.value.trim() : '';
+      if (stored === '') {
+        counts.empty++;
+        continue;
+      }
+      const kid = storedKeyId(stored);
+      if (kid !== undefined) {
+        if (accepted.has(kid)) counts.byKey[kid] = (counts.byKey[kid] ?? 0) + 1;
+        else counts.unreadable++;
+        continue;
+      }
+      try {
+        decryptConnectionString(stored, keys, target.purpose);
+        counts.legacy++;
+      } catch {
+        counts.unreadable++;
+      }
+    }
+  }
 }
