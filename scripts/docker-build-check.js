@@ -10,7 +10,8 @@
  *
  * Not the image: node_modules is the repository's own, linked (installing is the registry's part,
  * and `npm ci` + compiling the native add-ons takes minutes), so the RUN steps that install, rebuild,
- * prune or delete under node_modules, and the system packages, are skipped and listed. A host with
+ * prune or delete under node_modules, and the system packages, are skipped and listed; `npm ci`
+ * runs as a dry run from npm's cache beside it, on the files the builder has at that point. A host with
  * a daemon builds the real image (`docker build -f docker/Dockerfile .`, see docker/README.md).
  *   node scripts/docker-build-check.js [--dockerfile path]   (test/e2e/docker-image.e2e-spec.ts runs it too)
  */
@@ -156,6 +157,17 @@ function skipReason(part) {
   return 'not a build step';
 }
 
+/** Runs a RUN part with sh in `cwd`; throws with its output when it fails. */
+function run(command, cwd, env, line) {
+  const result = spawnSync('sh', ['-c', command], {
+    cwd,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    encoding: 'utf8',
+  });
+  if (result.status !== 0)
+    throw new Error(`line ${line}: \`${command}\` failed (${result.status}):\n${result.stdout}${result.stderr}`);
+}
+
 function freePort() {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -194,28 +206,33 @@ async function checkImage({ root = ROOT, dockerfileText, keep = false, log = () 
       else if (step.instruction === 'COPY') {
         if (step.flags.from) throw new Error(`line ${step.line}: the builder copies from another stage`);
         const words = listOf(step.args);
-        const dest = path.posix.resolve(workdir, words.pop());
+        const destWord = words.pop();
+        const dest = path.posix.resolve(workdir, destWord);
         const into = path.join(app, path.posix.relative(workdir, dest));
+        // Docker: a destination ending in / (or several sources) is a folder the sources go into.
+        const intoFolder = words.length > 1 || destWord.endsWith('/') || destWord === '.';
         for (const source of words) {
-          const target = words.length > 1 || dest.endsWith('/') ? path.join(into, path.posix.basename(source)) : into;
+          const target = intoFolder ? path.join(into, path.posix.basename(source)) : into;
           copyFromContext(root, ignored, path.posix.normalize(source).replace(/^\/+/, ''), target);
         }
         log(`COPY ${step.args}`);
       } else if (step.instruction === 'RUN')
         for (const part of andParts(step.args)) {
+          if (/^npm ci\b/.test(part)) {
+            // The install as a dry run from npm's cache, in a folder of its own holding what the
+            // builder has so far (no node_modules): a lock missing or out of step with package.json fails.
+            const install = path.join(workDir, 'install');
+            fs.cpSync(app, install, { recursive: true, filter: (f) => path.basename(f) !== 'node_modules' });
+            run(`${part} --dry-run --offline --no-audit --no-fund`, install, env, step.line);
+            ran.push({ line: step.line, command: `${part} (dry run)` });
+          }
           const reason = skipReason(part);
           if (reason !== null) {
             skipped.push({ line: step.line, command: part, reason });
             continue;
           }
           log(`RUN ${part}`);
-          const result = spawnSync('sh', ['-c', part], {
-            cwd: app,
-            env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-            encoding: 'utf8',
-          });
-          if (result.status !== 0)
-            throw new Error(`line ${step.line}: \`${part}\` failed (${result.status}):\n${result.stdout}${result.stderr}`);
+          run(part, app, env, step.line);
           ran.push({ line: step.line, command: part });
         }
     }

@@ -24,11 +24,12 @@ describe('the production image (docker/Dockerfile) built from the files it copie
     const { ran, skipped } = await checkImage();
     expect(ran.map((r) => r.command)).toEqual(
       expect.arrayContaining([
+        'npm ci --ignore-scripts (dry run)',
         'npm run build',
         expect.stringMatching(/^CMD node dist\/main\.js; HEALTHCHECK passed$/),
       ]),
     );
-    // Installing is not part of this check; each such step is named, none silently dropped.
+    // Installing is a dry run here; each step not run is named, none silently dropped.
     expect(skipped.map((s) => s.command)).toEqual(
       expect.arrayContaining(['npm ci --ignore-scripts', 'npm prune --omit=dev --ignore-scripts']),
     );
@@ -40,6 +41,15 @@ describe('the production image (docker/Dockerfile) built from the files it copie
     const message = await failure(without);
     expect(message).toMatch(/`npm run build` failed/);
     expect(message).toContain('build-if-stale.js');
+  }, 120_000);
+
+  it('fails when package-lock.json is not copied before npm ci', async () => {
+    const without = DOCKERFILE.replace(
+      /^COPY package\.json package-lock\.json \.\/$/m,
+      'COPY package.json ./',
+    );
+    expect(without).not.toBe(DOCKERFILE);
+    expect(await failure(without)).toMatch(/`npm ci --ignore-scripts --dry-run --offline[^`]*` failed/);
   }, 120_000);
 
   it('fails on a COPY of a file the build context leaves out (.dockerignore) or lacks', async () => {
