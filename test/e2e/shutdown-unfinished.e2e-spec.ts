@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TENANT, tenantHeader } from '../support/auth';
 import { RawConnection } from '../support/raw-http';
+import { dropRedisPrefix } from '../support/redis-keys';
 import { buildService, freePort, ServiceProcess } from '../support/service-cluster';
 import { NO_LOAD_SHEDDING, waitFor } from '../support/test-app';
 import {
@@ -24,6 +25,7 @@ describe('Requests still running at the end of the shutdown drain', () => {
   let db: TestDatabase;
   let cwd: string;
   let service: ServiceProcess | undefined;
+  const cachePrefix = `test-${randomBytes(4).toString('hex')}`;
 
   beforeAll(async () => {
     buildService();
@@ -34,6 +36,8 @@ describe('Requests still running at the end of the shutdown drain', () => {
   afterAll(async () => {
     if (service?.child) await service.kill();
     await db.drop();
+    const cacheUrl = testCacheUrl();
+    if (cacheUrl) await dropRedisPrefix(cacheUrl, cachePrefix);
     rmSync(cwd, { recursive: true, force: true });
   });
 
@@ -41,9 +45,7 @@ describe('Requests still running at the end of the shutdown drain', () => {
     service = new ServiceProcess(0, await freePort(), cwd, {
       ...TEST_SECRETS,
       ...db.env,
-      ...(testCacheUrl()
-        ? { CACHE_URL: testCacheUrl() ?? '', CACHE_KEY_PREFIX: `test-${randomBytes(4).toString('hex')}` }
-        : {}),
+      ...(testCacheUrl() ? { CACHE_URL: testCacheUrl() ?? '', CACHE_KEY_PREFIX: cachePrefix } : {}),
       ...NO_LOAD_SHEDDING,
       NODE_ENV: 'test',
       LOG_FORMAT: 'json',
