@@ -8,7 +8,7 @@ import { DatabaseService } from '../../src/database/database.service';
 import { StartupService } from '../../src/health/startup.service';
 import { authHeaders, signin, TENANT } from '../support/auth';
 import { startTcpProxy, TcpProxy } from '../support/tcp-proxy';
-import { waitFor } from '../support/test-app';
+import { NO_LOAD_SHEDDING, waitFor } from '../support/test-app';
 import { capturedLogLines } from '../support/log-capture';
 import {
   createTestDatabase,
@@ -52,6 +52,7 @@ async function startLoggedApp(label: string, env: Record<string, string> = {}): 
     SEED_DEMO: 'true',
     CACHE_KEY_PREFIX: `test-${randomBytes(4).toString('hex')}`,
     CACHE_STARTUP_RETRY_MS: '100',
+    ...NO_LOAD_SHEDDING,
     ...(cacheUrl ? { CACHE_URL: cacheUrl } : {}),
     ...db.env,
     ...env,

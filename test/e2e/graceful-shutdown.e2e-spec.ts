@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { DEMO_PASSWORD, TENANT, tenantHeader } from '../support/auth';
 import { RawConnection, type RawOutcome } from '../support/raw-http';
 import { buildService, freePort, ServiceProcess } from '../support/service-cluster';
-import { waitFor } from '../support/test-app';
+import { NO_LOAD_SHEDDING, waitFor } from '../support/test-app';
 import {
   createTestDatabase,
   TEST_SECRETS,
@@ -59,7 +59,7 @@ describe('Graceful shutdown of the service process', () => {
       SHUTDOWN_DRAIN_MS: '5000',
       SHUTDOWN_TIMEOUT_MS: '15000',
       // A busy test machine must not turn the burst away as 503 OVERLOADED.
-      OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
+      ...NO_LOAD_SHEDDING,
     });
     await service.start();
     return service;

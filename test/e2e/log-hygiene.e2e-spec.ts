@@ -7,7 +7,7 @@ import { createApp } from '../../src/bootstrap';
 import { loadConfig } from '../../src/config/config.schema';
 import { StartupService } from '../../src/health/startup.service';
 import { authHeaders, signin, TENANT, tenantHeader } from '../support/auth';
-import { waitFor } from '../support/test-app';
+import { NO_LOAD_SHEDDING, waitFor } from '../support/test-app';
 import { createTestDatabase, TEST_SECRETS, TestDatabase } from '../support/test-database';
 import { capturedLogLines } from '../support/log-capture';
 
@@ -92,6 +92,7 @@ describe('Log hygiene (issue 9 #9)', () => {
       SEED_DEMO: 'true',
       CACHE_KEY_PREFIX: `test-${randomBytes(4).toString('hex')}`,
       CACHE_STARTUP_RETRY_MS: '100',
+      ...NO_LOAD_SHEDDING,
       CACHE_URL: `redis://127.0.0.1:${port}`,
       ...db.env,
     });

@@ -11,6 +11,7 @@ import { authHeaders, signin, TENANT } from '../support/auth';
 import { duplicateKeys } from '../support/json-keys';
 import { createTestDatabase, TEST_SECRETS, testCacheUrl, TestDatabase } from '../support/test-database';
 import { capturedLogLines } from '../support/log-capture';
+import { NO_LOAD_SHEDDING } from '../support/test-app';
 
 jest.mock('../../src/common/logging', () =>
   jest.requireActual<typeof import('../support/log-capture')>('../support/log-capture').loggingWithCapture(),
@@ -82,6 +83,7 @@ describe('Request log lines (spec §6.3)', () => {
       SEED_DEMO: 'true',
       CACHE_KEY_PREFIX: `test-${randomBytes(4).toString('hex')}`,
       CACHE_STARTUP_RETRY_MS: '100',
+      ...NO_LOAD_SHEDDING,
       ...(cacheUrl ? { CACHE_URL: cacheUrl } : {}),
       ...db.env,
     });

@@ -9,7 +9,7 @@ import { fromDbTimestamp } from '../../src/database/dialect';
 import { StartupService } from '../../src/health/startup.service';
 import { authHeaders, signin, TENANT } from '../support/auth';
 import { capturedLogLines } from '../support/log-capture';
-import { startTestApp, TestApp, waitFor } from '../support/test-app';
+import { NO_LOAD_SHEDDING, startTestApp, TestApp, waitFor } from '../support/test-app';
 import { createTestDatabase, TEST_SECRETS, testCacheUrl, TestDatabase } from '../support/test-database';
 
 jest.mock('../../src/common/logging', () =>
@@ -769,6 +769,7 @@ describe("Workflow workers' log lines (issue 12 #5)", () => {
       WORKFLOW_POLL_MS: '50',
       CACHE_KEY_PREFIX: `test-${randomBytes(4).toString('hex')}`,
       CACHE_STARTUP_RETRY_MS: '100',
+      ...NO_LOAD_SHEDDING,
       ...(cacheUrl ? { CACHE_URL: cacheUrl } : {}),
       ...db.env,
     });
