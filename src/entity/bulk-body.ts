@@ -2,20 +2,12 @@ import { AppError, FieldError, ValidationError } from '../common/errors/app-erro
 import { httpStatusOf } from '../common/errors/error-codes';
 import { expectedToken, LAST_MODIFIED_KEY } from '../records/concurrency-token';
 import type { BulkInput, BulkOperation, BulkResult, BulkRowInput } from '../records/use-cases/bulk-records';
-import { isRecordId, parseRecordId } from '../records/values';
 
 const OPERATIONS: readonly BulkOperation[] = ['create', 'update', 'delete'];
 const KEYS = new Set(['operation', 'records', 'ids', 'cascade', 'allOrNone']);
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** An id as a body names it (a number or its digits); NaN when no record key can hold it. */
-export function bodyRecordId(raw: unknown): number {
-  if (typeof raw === 'number') return isRecordId(raw) ? raw : NaN;
-  if (typeof raw === 'string') return parseRecordId(raw) ?? NaN;
-  return NaN;
-}
 
 /**
  * A bulk row's id (issue 34 #5): an integer, as a JSON number or its digits, or the reason it is not

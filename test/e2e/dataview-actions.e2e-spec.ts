@@ -171,11 +171,18 @@ describe('Dataview actions and inline editing (D52)', () => {
       ['the same id twice', { ids: [1, '1'] }],
       ['a bad filter', { all: true, filters: [{ fieldCode: 'tier', operator: 'nope', value: 1 }] }],
       ['an unknown option', { ids: [1], force: true }],
+      ['an id that is an operator object', { ids: [{ $gt: 0 }] }],
+      ['an id that is a float', { ids: [1.5] }],
+      ['an id of non-digits', { ids: ['1 OR 1=1'] }],
     ])('should answer 400 for %s', async (_name, payload) => {
       const before = await snapshot();
       const res = await action('make_silver', payload);
       expect(res.statusCode).toBe(400);
       expect(res.json().error.code).toBe('VALIDATION_ERROR');
+      if (_name.startsWith('an id '))
+        expect(res.json().error.details).toEqual(
+          expect.arrayContaining([expect.objectContaining({ field: 'ids[0]' })]),
+        );
       expect(await snapshot()).toBe(before);
     });
 

@@ -8,7 +8,7 @@ import type { Actor } from '../../common/request-context';
 import { etagOf, LAST_MODIFIED_KEY } from '../../records/concurrency-token';
 import type { Row } from '../../records/records-read.repository';
 import { parseRecordId } from '../../records/values';
-import { BulkAnswer, bulkAnswer, bodyRecordId } from '../../entity/bulk-body';
+import { BulkAnswer, bulkAnswer, bulkRowId } from '../../entity/bulk-body';
 import { BULK_RESULT_SCHEMA } from '../../entity/entity.api-docs';
 import { ROW } from '../dataview.api-docs';
 import { parseGridRequest } from '../grid/grid-request';
@@ -38,14 +38,16 @@ export function parseActionBody(body: unknown): { target: ActionTarget; confirme
     if (!Array.isArray(b.ids) || b.ids.length === 0)
       errors.push({ field: 'ids', error: 'must be a non-empty array' });
     else {
-      const ids = (b.ids as unknown[]).map(bodyRecordId);
+      // As a bulk row's id (issue 34 #5): a float, an object or non-digits is a 400 naming it.
+      const ids: number[] = [];
       const seen = new Set<number>();
-      for (const [i, id] of ids.entries()) {
-        if (typeof b.ids[i] !== 'number' && typeof b.ids[i] !== 'string')
-          errors.push({ field: `ids[${i}]`, error: 'must be a record id' });
-        else if (Number.isFinite(id) && seen.has(id))
+      for (const [i, raw] of (b.ids as unknown[]).entries()) {
+        const read = bulkRowId(raw);
+        if ('error' in read) errors.push({ field: `ids[${i}]`, error: read.error });
+        else if (seen.has(read.id))
           errors.push({ field: `ids[${i}]`, error: 'names a record an earlier id names' });
-        seen.add(id);
+        else seen.add(read.id);
+        ids.push('id' in read ? read.id : NaN);
       }
       target = { ids };
     }
