@@ -61,6 +61,10 @@ export async function serveChanges(
   raw.write(': open\n\n');
   let closed = false;
   let expiry: NodeJS.Timeout | undefined;
+  // Bytes written since the event loop's last turn: the response holds a burst of writes until the
+  // turn ends, so they are not yet a sign of a client that does not read.
+  let recent = 0;
+  let turnEnds: NodeJS.Immediate | undefined;
   const stream: LiveStream = {
     ctx,
     issuedAtMs: request.tokenIssuedAtMs ?? 0,
@@ -71,14 +75,22 @@ export async function serveChanges(
       return closed;
     },
     write: (chunk) => {
-      if (!closed) raw.write(chunk);
+      if (closed) return;
+      raw.write(chunk);
+      recent += Buffer.byteLength(chunk);
+      turnEnds ??= setImmediate(() => {
+        recent = 0;
+        turnEnds = undefined;
+      });
     },
-    // What the response holds that the socket has not taken (the kernel's buffers are not counted).
-    backlog: () => (closed ? 0 : raw.writableLength),
+    // What the response still holds of earlier turns: the socket (the client) did not take it. The
+    // kernel's buffers are not counted.
+    backlog: () => (closed ? 0 : Math.max(0, raw.writableLength - recent)),
     close: (abort) => {
       if (closed) return;
       closed = true;
       if (expiry) clearTimeout(expiry);
+      if (turnEnds) clearImmediate(turnEnds);
       live.close(stream);
       release();
       // A dropped stream's queue goes at once: ending would keep it until the client read it all.

@@ -253,17 +253,23 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Whether the stream's client takes what it is sent. Asked only after the event loop had a turn
-   * since the last writes (a response queues a burst of writes until then): what is still queued is
-   * what the socket, so the client, did not take. Beyond SSE_MAX_BUFFER_BYTES the stream is dropped
-   * at once (what is queued goes with it, freeing the memory) and its client resumes with Last-Event-ID.
+   * Whether the stream's client takes what it is sent: its backlog is what is still queued of the
+   * writes of earlier turns of the event loop (the socket, so the client, did not take it). Beyond
+   * SSE_MAX_BUFFER_BYTES the stream is dropped at once (what is queued goes with it, freeing the
+   * memory) and its client resumes with Last-Event-ID.
    */
   private keepsUp(stream: LiveStream): boolean {
     const queued = stream.backlog();
     const max = this.config.events.maxBufferBytes;
     if (queued <= max) return true;
     this.logger.warn(
-      { tenant: stream.ctx.tenantId, userId: stream.ctx.user.userId, queuedBytes: queued, maxBytes: max, last: stream.last },
+      {
+        tenant: stream.ctx.tenantId,
+        userId: stream.ctx.user.userId,
+        queuedBytes: queued,
+        maxBytes: max,
+        last: stream.last,
+      },
       'Live changes: a stream fell too far behind and was dropped (its client resumes with Last-Event-ID)',
     );
     this.telemetry.dropped();
@@ -282,13 +288,15 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
     live = true,
   ): Promise<void> {
     const sent = new Map<string, number>();
-    // Each delivery starts after a turn of the loop, which hands what was written before to the
-    // sockets; the streams whose clients did not take it are dropped here, and after every slice.
-    await nextTurn();
+    // The streams whose clients did not take what was written before are dropped here, and after
+    // every slice.
     let active = streams.filter((s) => !s.closed && this.keepsUp(s));
     let sliceStart = performance.now();
+    // Bytes written to one stream since the last turn (at most: a stream of every view sent).
+    let burst = 0;
     for (const event of events) {
       const shapes = new Map<string, Shaped>();
+      let largest = 0;
       for (const stream of active) {
         if (event.sequence <= stream.last) continue;
         stream.last = event.sequence;
@@ -306,7 +314,9 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
           shaped = shapes.get(key);
         }
         if (shaped) {
-          stream.write(sseEvent(event.sequence, shaped.event, shaped.data));
+          const text = sseEvent(event.sequence, shaped.event, shaped.data);
+          stream.write(text);
+          largest = Math.max(largest, text.length);
           sent.set(shaped.event, (sent.get(shaped.event) ?? 0) + 1);
         }
       }
@@ -315,10 +325,13 @@ export class LiveChangesService implements OnModuleInit, OnModuleDestroy {
         sent.clear();
         if (live) this.telemetry.delivered(event.occurredAt);
       }
-      if (performance.now() - sliceStart > SLICE_MS) {
+      burst += largest;
+      // A turn also every half bound written: the sockets take it before a reader is judged.
+      if (performance.now() - sliceStart > SLICE_MS || burst > this.config.events.maxBufferBytes / 2) {
         await nextTurn();
         active = active.filter((s) => !s.closed && this.keepsUp(s));
         sliceStart = performance.now();
+        burst = 0;
       }
     }
   }

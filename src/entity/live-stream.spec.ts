@@ -4,7 +4,16 @@ import type { EntityInfo } from '../registry/registry.types';
 import { shapingVersion, viewKey } from './live-stream';
 
 const entity = { code: 'customers', registryId: 3, fields: [{ name: 'email' }] } as unknown as EntityInfo;
-const user = { userId: 7, email: 'u@x.test', tenantId: '1', roleId: 2, roles: [], permissions: [], jti: 'j', exp: 0 };
+const user = {
+  userId: 7,
+  email: 'u@x.test',
+  tenantId: '1',
+  roleId: 2,
+  roles: [],
+  permissions: [],
+  jti: 'j',
+  exp: 0,
+};
 
 const ctxOf = (excludeFields: string[], over: Partial<RecordContext> = {}): RecordContext => ({
   tenantId: '1',

@@ -31,7 +31,10 @@ export interface LiveStream {
   /** Set once the stream has ended (its client went, it was closed or dropped). */
   readonly closed: boolean;
   write(chunk: string): void;
-  /** Bytes written to the stream that the client has not taken yet (queued in this process). */
+  /**
+   * Bytes written to the stream in earlier turns of the event loop that the client has not taken
+   * yet (queued in this process).
+   */
   backlog(): number;
   /** Ends the stream; `abort`: at once, dropping what is still queued (a reader too far behind). */
   close(abort?: boolean): void;

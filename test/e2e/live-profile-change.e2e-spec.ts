@@ -64,7 +64,12 @@ describe(`Live streams follow profile changes, ${SIZE} process(es), ${dialect} +
   /** Writes the customers profile's policy and reloads the profiles through the admin route. */
   const setPolicy = async (change: (policy: Rec) => Rec): Promise<void> => {
     const policy = JSON.stringify(change(JSON.parse(original) as Rec));
-    await ds.createQueryBuilder().update('app_object_profiles').set({ prf_policy: policy }).where('prf_id = :id', { id: profileId }).execute();
+    await ds
+      .createQueryBuilder()
+      .update('app_object_profiles')
+      .set({ prf_policy: policy })
+      .where('prf_id = :id', { id: profileId })
+      .execute();
     const res = await root.post('/api/cache/reload');
     expect(res.status).toBe(200);
   };
@@ -152,7 +157,9 @@ describe(`Live streams follow profile changes, ${SIZE} process(es), ${dialect} +
     // The other tenant's stream got none of acme's rows, whichever profile shaped them.
     const acmeIds = new Set(a.data().map((e) => e.id as number));
     expect(theirs.data().filter((e) => acmeIds.has(e.id as number))).toEqual([]);
-    const mine = await create(Object.assign(new ServiceClient(writer().client.baseUrl, TENANT.globex), { token: globex.token }));
+    const mine = await create(
+      Object.assign(new ServiceClient(writer().client.baseUrl, TENANT.globex), { token: globex.token }),
+    );
     expect((await eventOf(theirs, mine.id)).row).toHaveProperty('email', mine.email);
     expect(a.data().some((e) => e.id === mine.id)).toBe(false);
   });
@@ -160,7 +167,10 @@ describe(`Live streams follow profile changes, ${SIZE} process(es), ${dialect} +
   it('should end an open stream when the changed profile no longer grants read, and refuse a new one', async () => {
     const a = await open(writer().client);
     expect(a.status).toBe(200);
-    await setPolicy((policy) => ({ ...policy, permissions: { ...(policy.permissions as Rec), read: false } }));
+    await setPolicy((policy) => ({
+      ...policy,
+      permissions: { ...(policy.permissions as Rec), read: false },
+    }));
     await waitFor(async () => a.ended, WINDOW_MS);
     const refused = await fetch(`${reader().client.baseUrl}/api/v1/customers/changes`, {
       headers: { 'x-tenant-id': tenantHeader(TENANT.acme), authorization: `Bearer ${writer().client.token}` },
