@@ -2,20 +2,13 @@ import { Readable } from 'node:stream';
 import { neutralized } from '../export/export-model';
 import { pipeline } from 'node:stream/promises';
 import { inline, workbook, zipOf } from '../../../test/support/xlsx-bombs';
-import {
-  configureFileBounds,
-  DEFAULT_FILE_BOUNDS,
-  FileCheck,
-  fileRows,
-  type ImportFormat,
-  unprefixed,
-} from './import-file';
+import { DEFAULT_FILE_BOUNDS, FileCheck, fileRows, type ImportFormat, unprefixed } from './import-file';
 
 /** Every row of a file, or the error that stopped it. */
-async function read(format: ImportFormat, bytes: Buffer): Promise<unknown> {
+async function read(format: ImportFormat, bytes: Buffer, bounds = DEFAULT_FILE_BOUNDS): Promise<unknown> {
   const rows = [];
   try {
-    for await (const r of fileRows(format, Readable.from([bytes]))) rows.push(r);
+    for await (const r of fileRows(format, Readable.from([bytes]), bounds)) rows.push(r);
     return rows;
   } catch (err) {
     return err;
@@ -70,19 +63,18 @@ describe('import files (D53)', () => {
   });
 
   describe('bounds of the text of a file (issue 34 #1)', () => {
-    beforeAll(() => configureFileBounds({ ...DEFAULT_FILE_BOUNDS, maxCellChars: 10, maxRowChars: 25 }));
-    afterAll(() => configureFileBounds(DEFAULT_FILE_BOUNDS));
+    const small = { ...DEFAULT_FILE_BOUNDS, maxCellChars: 10, maxRowChars: 25 };
 
     it('should fail a CSV cell or record beyond its bound with a 400 naming file and the bound', async () => {
-      expect(await read('csv', Buffer.from('a,b\n0123456789,x\n'))).toHaveLength(2);
-      expect(await read('csv', Buffer.from('a,b\n01234567890,x\n'))).toMatchObject({
+      expect(await read('csv', Buffer.from('a,b\n0123456789,x\n'), small)).toHaveLength(2);
+      expect(await read('csv', Buffer.from('a,b\n01234567890,x\n'), small)).toMatchObject({
         code: 'VALIDATION_ERROR',
         details: [
           { field: 'file', error: 'row 2 has a cell longer than 10 characters (IMPORT_MAX_CELL_CHARS)' },
         ],
       });
       // The parser itself stops at the record bound: a long quoted field is never held whole.
-      expect(await read('csv', Buffer.from(`a\n"${'x'.repeat(10_000)}"\n`))).toMatchObject({
+      expect(await read('csv', Buffer.from(`a\n"${'x'.repeat(10_000)}"\n`), small)).toMatchObject({
         details: [{ field: 'file', error: 'row 2 is longer than 25 characters (IMPORT_MAX_ROW_CHARS)' }],
       });
     });
@@ -90,16 +82,20 @@ describe('import files (D53)', () => {
     it('should fail an XLSX cell or row beyond its bound, and a file beyond a bound of its XML', async () => {
       const sheet = (cells: string[]) =>
         zipOf(workbook([`<row r="1">${cells.map((c, i) => inline(`${'ABC'[i]}1`, c)).join('')}</row>`]));
-      expect(await read('xlsx', await sheet(['0123456789']))).toEqual([{ row: 1, cells: ['0123456789'] }]);
-      expect(await read('xlsx', await sheet(['01234567890']))).toMatchObject({
+      expect(await read('xlsx', await sheet(['0123456789']), small)).toEqual([
+        { row: 1, cells: ['0123456789'] },
+      ]);
+      expect(await read('xlsx', await sheet(['01234567890']), small)).toMatchObject({
         details: [
           { field: 'file', error: 'row 1 has a cell longer than 10 characters (IMPORT_MAX_CELL_CHARS)' },
         ],
       });
-      expect(await read('xlsx', await sheet(['0123456789', '0123456789', '0123456789']))).toMatchObject({
+      expect(
+        await read('xlsx', await sheet(['0123456789', '0123456789', '0123456789']), small),
+      ).toMatchObject({
         details: [{ field: 'file', error: 'row 1 is longer than 25 characters (IMPORT_MAX_ROW_CHARS)' }],
       });
-      expect(await read('xlsx', await sheet(['x'.repeat(200)]))).toMatchObject({
+      expect(await read('xlsx', await sheet(['x'.repeat(200)]), small)).toMatchObject({
         code: 'VALIDATION_ERROR',
         details: [
           { field: 'file', error: expect.stringMatching(/longer than 160 bytes .*IMPORT_MAX_CELL_CHARS/) },

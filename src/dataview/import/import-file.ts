@@ -37,22 +37,12 @@ export const DEFAULT_FILE_BOUNDS: ImportFileBounds = {
   maxSharedStringsBytes: 104_857_600,
 };
 
-let bounds: ImportFileBounds = DEFAULT_FILE_BOUNDS;
-
-/**
- * Sets the bounds from the configuration (IMPORT_MAX_*), once at start (the import controller does):
- * the job that reads the rows hands over only the stream.
- */
-export function configureFileBounds(configured: ImportFileBounds): void {
-  bounds = configured;
-}
-
 function badFile(reason: string): ValidationError {
   return new ValidationError(`The file cannot be read: ${reason}`, [{ field: 'file', error: reason }]);
 }
 
 /** A cell or row of text beyond its bound: the file fails, naming the line and the variable. */
-function checkText(row: number, cells: Cell[]): void {
+function checkText(row: number, cells: Cell[], bounds: ImportFileBounds): void {
   let chars = 0;
   for (const cell of cells) {
     if (typeof cell !== 'string') continue;
@@ -70,7 +60,7 @@ function checkText(row: number, cells: Cell[]): void {
  * Rows of a CSV file, streamed (csv-parse): a BOM is dropped, a ragged row fails the file. The
  * parser holds at most IMPORT_MAX_ROW_CHARS characters of a record (max_record_size).
  */
-async function* csvRows(body: Readable): AsyncGenerator<FileRow> {
+async function* csvRows(body: Readable, bounds: ImportFileBounds): AsyncGenerator<FileRow> {
   const parser = body.pipe(
     parse({
       bom: true,
@@ -83,7 +73,7 @@ async function* csvRows(body: Readable): AsyncGenerator<FileRow> {
   try {
     for await (const record of parser as AsyncIterable<string[]>) {
       row++;
-      checkText(row, record);
+      checkText(row, record, bounds);
       yield { row, cells: record };
     }
   } catch (err) {
@@ -129,7 +119,7 @@ function isBold(r: ExcelJSModule.Row): boolean {
  * first copied to a private temporary file and scanned there against the bounds (xlsx-guard.ts):
  * exceljs reads only a workbook that passed, from that copy.
  */
-async function* xlsxRows(body: Readable): AsyncGenerator<FileRow> {
+async function* xlsxRows(body: Readable, bounds: ImportFileBounds): AsyncGenerator<FileRow> {
   let dir: string | undefined;
   try {
     dir = await mkdtemp(join(tmpdir(), 'import-xlsx-'));
@@ -141,14 +131,14 @@ async function* xlsxRows(body: Readable): AsyncGenerator<FileRow> {
       if (err instanceof XlsxBoundError) throw badFile(err.message);
       throw badFile('not an XLSX workbook');
     }
-    yield* workbookRows(createReadStream(copy));
+    yield* workbookRows(createReadStream(copy), bounds);
   } finally {
     body.destroy();
     if (dir) await rm(dir, { recursive: true, force: true });
   }
 }
 
-async function* workbookRows(body: Readable): AsyncGenerator<FileRow> {
+async function* workbookRows(body: Readable, bounds: ImportFileBounds): AsyncGenerator<FileRow> {
   const reader = new (exceljs().stream.xlsx.WorkbookReader)(body, {
     sharedStrings: 'cache',
     hyperlinks: 'ignore',
@@ -163,7 +153,7 @@ async function* workbookRows(body: Readable): AsyncGenerator<FileRow> {
         if (cells.every((c) => c === null || c === '')) continue;
         // The export's totals row (D48 exports write it bold, after the data) is not data.
         if (r.number > 1 && isBold(r)) continue;
-        checkText(r.number, cells);
+        checkText(r.number, cells, bounds);
         yield { row: r.number, cells };
       }
       return; // the first worksheet only
@@ -176,9 +166,13 @@ async function* workbookRows(body: Readable): AsyncGenerator<FileRow> {
   }
 }
 
-/** The rows of an import file, as they come. */
-export function fileRows(format: ImportFormat, body: Readable): AsyncGenerator<FileRow> {
-  return format === 'csv' ? csvRows(body) : xlsxRows(body);
+/** The rows of an import file, as they come, within `bounds` (IMPORT_MAX_*). */
+export function fileRows(
+  format: ImportFormat,
+  body: Readable,
+  bounds: ImportFileBounds = DEFAULT_FILE_BOUNDS,
+): AsyncGenerator<FileRow> {
+  return format === 'csv' ? csvRows(body, bounds) : xlsxRows(body, bounds);
 }
 
 /** A cell as text with the export's formula prefix (D48) taken off again, line by line. */

@@ -343,7 +343,7 @@ export class ImportJob implements JobHandler, OnModuleInit {
       throw new ValidationError('The import file is no longer stored', [
         { field: 'file', error: 'has expired' },
       ]);
-    return fileRows(input.format, file.body);
+    return fileRows(input.format, file.body, this.config.imports);
   }
 
   /** First pass: the data rows (a bad file fails here, before any write); beyond IMPORT_MAX_ROWS, 413. */

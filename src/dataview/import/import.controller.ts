@@ -20,8 +20,6 @@ import {
   RequireFeature,
 } from '../../common/decorators/context.decorators';
 import { AppError, AuthorizationError } from '../../common/errors/app-error';
-import type { AppConfig } from '../../config/config.schema';
-import { InjectConfig } from '../../config/inject-config.decorator';
 import { ApiErrors } from '../../common/http/api-docs';
 import type { Actor, AuthUser, TenantContext } from '../../common/request-context';
 import type { RecordContext } from '../../records/record-context';
@@ -30,7 +28,7 @@ import { assertCanPerform } from '../../profile/access/can-perform';
 import { RecordContextFactory } from '../../records/record-context.factory';
 import { Inject } from '@nestjs/common';
 import { EXPORT_STORE, type ExportStore } from '../download/export-store';
-import { configureFileBounds, FileCheck, type ImportFormat } from './import-file';
+import { FileCheck, type ImportFormat } from './import-file';
 import { IMPORT_FEATURES, IMPORT_JOB_KIND, type ImportJobInput } from './import-input';
 import {
   badMultipart,
@@ -60,12 +58,7 @@ export class ImportController {
     private readonly jobs: JobsService,
     private readonly contexts: RecordContextFactory,
     @Inject(EXPORT_STORE) private readonly store: ExportStore,
-    @InjectConfig() config: AppConfig,
-  ) {
-    // The rows of a file are read by the job, which hands over the stream only: the bounds of what
-    // a file may hold (IMPORT_MAX_*) are set once here.
-    configureFileBounds(config.imports);
-  }
+  ) {}
 
   @Post(':entity_code/imports')
   @HttpCode(202)
