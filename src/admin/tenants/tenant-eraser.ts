@@ -54,6 +54,7 @@ export class TenantEraser {
     const jobs = await this.jobs.stop(tenant.id);
     if (jobs.stillHeld > 0)
       this.logger.warn({ tenantId: tenant.id, ...jobs }, 'Erase: a job of the tenant outlived its lease');
+    const workflows = await this.cancelWorkflows(tenant.id, now);
 
     const entities = await this.eraseEntities(tenant);
     const deleted: Record<string, number> = {};
@@ -94,10 +95,35 @@ export class TenantEraser {
       { entities, deleted, archived, exportFiles },
     );
     this.logger.log(
-      { event: 'tenant_erased', tenantId: tenant.id, code: tenant.code, by: actor.user.userId },
+      {
+        event: 'tenant_erased',
+        tenantId: tenant.id,
+        code: tenant.code,
+        by: actor.user.userId,
+        workflowsCancelled: workflows,
+      },
       'tenant_erased',
     );
     return { tenantId: tenant.id, code: tenant.code, entities, deleted, archived, exportFiles };
+  }
+
+  /**
+   * Cancels the tenant's unfinished workflow instances before its entity rows go. A step commits
+   * only while its instance is not final and its fencing counter unchanged (D49): the UPDATE waits
+   * for a step that holds the instance row, whose write the entity delete then removes, and every
+   * later step finds the instance final and writes nothing. Otherwise a step committing between the
+   * entity delete and the instances' delete would leave its record behind.
+   */
+  private async cancelWorkflows(tenantId: string, now: unknown): Promise<number> {
+    const where = tenantPredicate('wfi_tenant_id', 'STRICT', tenantId);
+    const result = await this.records.ds
+      .createQueryBuilder()
+      .update('wft_instances')
+      .set({ wfi_status: 'CANCELLED', wfi_step_seq: () => 'wfi_step_seq + 1', wfi_completed_at: now })
+      .where(where.sql, where.params)
+      .andWhere('wfi_status IN (:...live)', { live: ['PENDING', 'RUNNING', 'PAUSED'] })
+      .execute();
+    return result.affected ?? 0;
   }
 
   /**
