@@ -47,6 +47,20 @@ const SUITES = [
   'test/e2e/export-jobs.e2e-spec.ts',
   'test/e2e/export-load.e2e-spec.ts',
   'test/e2e/export-job-restart.e2e-spec.ts',
+  // Issue 34: the third attack run (import bombs and form-field races, job visibility, poison jobs,
+  // erase during a job, stale profiles and slow readers on streams, bulk ids, webhook SSRF).
+  'test/e2e/import-bombs.e2e-spec.ts',
+  'test/e2e/import-options.e2e-spec.ts',
+  'test/e2e/job-visibility.e2e-spec.ts',
+  'test/e2e/job-poison.e2e-spec.ts',
+  'test/e2e/tenant-erase-running-jobs.e2e-spec.ts',
+  'test/e2e/live-profile-change.e2e-spec.ts',
+  'test/e2e/live-backpressure.e2e-spec.ts',
+  'test/e2e/bulk-row-ids.e2e-spec.ts',
+  'test/e2e/webhook-ssrf.e2e-spec.ts',
+  'test/e2e/key-status.e2e-spec.ts',
+  'test/e2e/unknown-tenant-cache.e2e-spec.ts',
+  'test/e2e/client-helpers.e2e-spec.ts',
 ].filter((f) => existsSync(join(ROOT, f)));
 
 function ensureSqlmap() {
