@@ -58,6 +58,28 @@ export interface RotationCounts {
 
 const BATCH = 100;
 
+/** One column's rows in pages of BATCH by key (every tenant's: an operator's pass, never a tenant read). */
+async function* secretPages(
+  ds: DataSource,
+  target: StoredSecretColumn,
+): AsyncGenerator<Array<{ id: number | string; value: string | null }>> {
+  let after = 0;
+  for (;;) {
+    const rows = await ds
+      .createQueryBuilder()
+      .select(`t.${target.key}`, 'id')
+      .addSelect(`t.${target.column}`, 'value')
+      .from(target.table, 't')
+      .where(`t.${target.key} > :after`, { after })
+      .orderBy(`t.${target.key}`, 'ASC')
+      .limit(BATCH)
+      .getRawMany<{ id: number | string; value: string | null }>();
+    if (rows.length === 0) return;
+    after = Number(rows[rows.length - 1].id);
+    yield rows;
+  }
+}
+
 function emptyCounts(): RotationCounts {
   return { scanned: 0, reencrypted: 0, current: 0, empty: 0, changed: 0, failed: 0, failedKeys: [] };
 }
@@ -76,21 +98,9 @@ export async function rotateColumn(
   progress: (counts: RotationCounts) => void = () => undefined,
 ): Promise<RotationCounts> {
   const counts = emptyCounts();
-  let after = 0;
-  for (;;) {
-    const rows = await ds
-      .createQueryBuilder()
-      .select(`t.${target.key}`, 'id')
-      .addSelect(`t.${target.column}`, 'value')
-      .from(target.table, 't')
-      .where(`t.${target.key} > :after`, { after })
-      .orderBy(`t.${target.key}`, 'ASC')
-      .limit(BATCH)
-      .getRawMany<{ id: number | string; value: string | null }>();
-    if (rows.length === 0) return counts;
+  for await (const rows of secretPages(ds, target)) {
     for (const row of rows) {
       const id = Number(row.id);
-      after = id;
       counts.scanned++;
       const stored = typeof row.value === 'string' ? row.value : '';
       if (stored.trim() === '') {
@@ -121,6 +131,7 @@ export async function rotateColumn(
     }
     progress(counts);
   }
+  return counts;
 }
 
 /** Every stored secret column, one after another; the counts per column. */
@@ -161,20 +172,8 @@ export async function countKeyIds(
 ): Promise<KeyIdCounts> {
   const counts: KeyIdCounts = { byKey: {}, legacy: 0, unreadable: 0, empty: 0, total: 0 };
   const accepted = new Set(keys.all.map((k) => k.id));
-  let after = 0;
-  for (;;) {
-    const rows = await ds
-      .createQueryBuilder()
-      .select(`t.${target.key}`, 'id')
-      .addSelect(`t.${target.column}`, 'value')
-      .from(target.table, 't')
-      .where(`t.${target.key} > :after`, { after })
-      .orderBy(`t.${target.key}`, 'ASC')
-      .limit(BATCH)
-      .getRawMany<{ id: number | string; value: string | null }>();
-    if (rows.length === 0) return counts;
+  for await (const rows of secretPages(ds, target)) {
     for (const row of rows) {
-      after = Number(row.id);
       counts.total++;
       const stored = typeof row.value === 'string' ? row.value.trim() : '';
       if (stored === '') {
@@ -195,4 +194,5 @@ export async function countKeyIds(
       }
     }
   }
+  return counts;
 }
