@@ -475,6 +475,7 @@ describe('OpenAPI contract: every operation, every documented status', () => {
     ).toBe(409);
     const madeId = String(tenantMade.json.data.tenantId);
     expect((await send(main, 'GET', `/api/v1/admin/tenants/${madeId}/usage`, root)).status).toBe(200);
+    expect((await send(main, 'GET', '/api/v1/admin/keys', root)).status).toBe(200);
     const tenantExport = await send(main, 'POST', `/api/v1/admin/tenants/${madeId}/export`, root);
     expect(tenantExport.status).toBe(202);
     expect(
