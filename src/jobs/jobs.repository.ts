@@ -1,46 +1,19 @@
 import { Injectable } from '@nestjs/common';
-import { randomBytes } from 'node:crypto';
 import type { QueryRunner, SelectQueryBuilder, UpdateQueryBuilder } from 'typeorm';
 import { DatabaseService } from '../database/database.service';
-import { dialectOf, fromDbTimestamp, toDbTimestamp } from '../database/dialect';
+import { dialectOf, toDbTimestamp } from '../database/dialect';
 import { skipLockedClaim } from '../database/dialect/claim';
 import { insertedKeyOf, returningOf } from '../database/dialect/returning';
-import { columnText, tenantNumber } from '../database/raw-values';
+import { tenantNumber } from '../database/raw-values';
 import { JOB_PUBLIC_ID_COLUMNS, JOBS_TABLE } from '../database/schema';
 import { withActiveTenant } from './job-holds';
-import { ACTIVE_STATUSES, ClaimedJob, Job, JOB_STATUSES, JobError, JobStatus, NewJob } from './job.types';
+import { jobOfRow, jsonText, newPublicJobId, PUBLIC_JOB_ID } from './job-rows';
+import { ACTIVE_STATUSES, ClaimedJob, Job, JobError, NewJob } from './job.types';
 
 const TABLE = JOBS_TABLE.name;
 const COLUMNS = [...JOBS_TABLE.columns, ...JOB_PUBLIC_ID_COLUMNS]
   .map((c) => c.name)
   .filter((c) => c !== 'job_lease_owner');
-
-/** A job's public id (issue 34): 16 random bytes in base64url, as the routes take it. */
-export const PUBLIC_JOB_ID = /^[A-Za-z0-9_-]{22}$/;
-
-export function newPublicJobId(): string {
-  return randomBytes(16).toString('base64url');
-}
-
-/** JSON text of a value, within what a JSON column should hold. */
-function jsonText(value: unknown): string | null {
-  return value === undefined || value === null ? null : JSON.stringify(value);
-}
-
-function parseJson(value: unknown): unknown {
-  const text = columnText(value);
-  if (text === null) return null;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return null;
-  }
-}
-
-function statusOf(value: unknown): JobStatus {
-  const s = columnText(value) as JobStatus;
-  return JOB_STATUSES.includes(s) ? s : 'FAILED';
-}
 
 /** The lease a claimed job is fenced on: its id, its tenant and the claim's owner. */
 type Held = Pick<ClaimedJob, 'id' | 'tenantId' | 'owner'>;
@@ -61,30 +34,6 @@ export class JobsRepository {
 
   private get driverType(): string {
     return this.ds.driver.options.type;
-  }
-
-  private toJob(raw: Record<string, unknown>): Job {
-    const t = (v: unknown) => fromDbTimestamp(v, this.driverType);
-    const error = parseJson(raw.job_error) as JobError | null;
-    return {
-      id: Number(raw.job_id),
-      publicId: columnText(raw.job_public_id),
-      tenantId: String(raw.job_tenant_id),
-      kind: String(columnText(raw.job_kind)),
-      status: statusOf(raw.job_status),
-      createdBy: raw.job_created_by === null || raw.job_created_by === undefined ? null : Number(raw.job_created_by),
-      requestId: columnText(raw.job_request_id),
-      input: parseJson(raw.job_input),
-      processed: Number(raw.job_processed ?? 0),
-      total: raw.job_total === null || raw.job_total === undefined ? null : Number(raw.job_total),
-      result: parseJson(raw.job_result),
-      error: error && typeof error === 'object' ? error : null,
-      attempts: Number(raw.job_attempts ?? 0),
-      createdAt: t(raw.job_created_at) ?? 0,
-      startedAt: t(raw.job_started_at),
-      updatedAt: t(raw.job_updated_at) ?? 0,
-      finishedAt: t(raw.job_finished_at),
-    };
   }
 
   private select(qr?: QueryRunner): SelectQueryBuilder<Record<string, unknown>> {
@@ -120,7 +69,7 @@ export class JobsRepository {
   /** The job `id` of tenant `tenantId`; null when it is unknown there. */
   async find(tenantId: string, id: number): Promise<Job | null> {
     const raw = await this.findQuery(tenantId, id).getRawOne<Record<string, unknown>>();
-    return raw ? this.toJob(raw) : null;
+    return raw ? jobOfRow(raw, this.driverType) : null;
   }
 
   /** The job of tenant `tenantId` known to clients as `publicId`; null when it is unknown there. */
@@ -132,7 +81,7 @@ export class JobsRepository {
         publicId,
       })
       .getRawOne<Record<string, unknown>>();
-    return raw ? this.toJob(raw) : null;
+    return raw ? jobOfRow(raw, this.driverType) : null;
   }
 
   findQuery(tenantId: string, id: number, qr?: QueryRunner): SelectQueryBuilder<Record<string, unknown>> {
@@ -148,7 +97,7 @@ export class JobsRepository {
     const raws = await this.select()
       .where('j.job_tenant_id = :tenant AND j.job_id IN (:...ids)', { tenant: tenantNumber(tenantId), ids })
       .getRawMany<Record<string, unknown>>();
-    return raws.map((r) => this.toJob(r));
+    return raws.map((r) => jobOfRow(r, this.driverType));
   }
 
   /** Unfinished jobs of `kind` in the tenant, and how many of them `userId` queued (admission). */
@@ -239,7 +188,7 @@ export class JobsRepository {
     const raws = (await qr.query(statement.sql, statement.params)) as Array<Record<string, unknown>>;
     const claimed: ClaimedJob[] = [];
     for (const raw of raws) {
-      const job = this.toJob(raw);
+      const job = jobOfRow(raw, this.driverType);
       const taken = await this.claimOne(qr, job, owner, leaseMs, now).execute();
       if ((taken.affected ?? 0) === 0) continue;
       claimed.push({
@@ -258,7 +207,13 @@ export class JobsRepository {
     return claimed;
   }
 
-  claimOne(qr: QueryRunner, job: Job, owner: string, leaseMs: number, now: number): UpdateQueryBuilder<Record<string, unknown>> {
+  claimOne(
+    qr: QueryRunner,
+    job: Job,
+    owner: string,
+    leaseMs: number,
+    now: number,
+  ): UpdateQueryBuilder<Record<string, unknown>> {
     const at = toDbTimestamp(now);
     return this.ds
       .createQueryBuilder(qr)
@@ -285,11 +240,14 @@ export class JobsRepository {
       .createQueryBuilder(qr)
       .update(TABLE)
       .set(set)
-      .where("job_tenant_id = :tenant AND job_id = :id AND job_lease_owner = :owner AND job_status = 'RUNNING'", {
-        tenant: tenantNumber(job.tenantId),
-        id: job.id,
-        owner: job.owner.slice(0, 100),
-      });
+      .where(
+        "job_tenant_id = :tenant AND job_id = :id AND job_lease_owner = :owner AND job_status = 'RUNNING'",
+        {
+          tenant: tenantNumber(job.tenantId),
+          id: job.id,
+          owner: job.owner.slice(0, 100),
+        },
+      );
   }
 
   private async fencedUpdate(qr: QueryRunner | undefined, job: Held, set: Record<string, unknown>) {

@@ -6,7 +6,8 @@ import { isFinished, type Job, type NewJob } from './job.types';
 import { JobTransactions } from './job-transactions';
 import { JobWatch } from './job-watch';
 import { JobWorker } from './job-worker';
-import { JobsRepository, newPublicJobId } from './jobs.repository';
+import { newPublicJobId } from './job-rows';
+import { JobsRepository } from './jobs.repository';
 
 /** How many unfinished jobs of a kind one user, one tenant and this instance may have. */
 export interface AdmissionLimits {

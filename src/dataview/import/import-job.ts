@@ -92,12 +92,8 @@ export class ImportJob implements JobHandler, OnModuleInit {
         input.onError === 'abort'
           ? await this.writeAtOnce(job$, batches)
           : await this.writeInBatches(job$, batches);
-      for (const c of counts) {
-        result.created += c.created;
-        result.updated += c.updated;
-        result.skipped += c.skipped;
-        result.failed += c.failed;
-      }
+      for (const c of counts)
+        for (const k of ['created', 'updated', 'skipped', 'failed'] as const) result[k] += c[k];
       result.ignoredColumns = reader.ignored;
       if (result.failed > 0) {
         const reports =
